@@ -1,0 +1,102 @@
+"""Offices, who belongs to them, and the channels people talk in."""
+
+from django.conf import settings
+from django.core.exceptions import ValidationError
+from django.db import models
+from django.db.models import Q
+from django.urls import reverse
+
+
+class Office(models.Model):
+    name = models.CharField(max_length=100)
+    slug = models.SlugField(max_length=100, unique=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+    def get_absolute_url(self) -> str:
+        return reverse("office", args=[self.slug])
+
+
+class Membership(models.Model):
+    class Role(models.TextChoices):
+        OWNER = "owner", "Owner"
+        MEMBER = "member", "Member"
+
+    office = models.ForeignKey(Office, on_delete=models.CASCADE, related_name="memberships")
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memberships")
+    role = models.CharField(max_length=10, choices=Role.choices, default=Role.MEMBER)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["office", "user"], name="one_membership_per_user")]
+
+    def __str__(self) -> str:
+        return f"{self.user} in {self.office} ({self.role})"
+
+
+class ChannelQuerySet(models.QuerySet):
+    def visible_to(self, user) -> "ChannelQuerySet":
+        """Channels of the offices the user belongs to; nothing for anyone else."""
+        return self.filter(office__memberships__user=user)
+
+
+class Channel(models.Model):
+    class Kind(models.TextChoices):
+        DIRECT = "direct", "1:1"
+        MAIN = "main", "Main"
+        ALL_HANDS = "all_hands", "All hands"
+        PROJECT = "project", "Project"
+        MEETING = "meeting", "Meeting"
+
+    office = models.ForeignKey(Office, on_delete=models.CASCADE, related_name="channels")
+    kind = models.CharField(max_length=20, choices=Kind.choices)
+    name = models.CharField(max_length=100)
+    topic = models.CharField(max_length=300, blank=True)
+    # The one coworker of a direct channel; empty for every other kind.
+    coworker = models.ForeignKey(
+        "coworkers.Coworker", null=True, blank=True, on_delete=models.CASCADE, related_name="direct_channels"
+    )
+    # Who takes part in a project or meeting; main and all_hands include the whole team.
+    members = models.ManyToManyField("coworkers.Coworker", blank=True, related_name="channels")
+    agenda = models.TextField(blank=True, help_text="Meetings only: what the meeting is to decide.")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    objects = ChannelQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["office", "kind", "name"]
+        constraints = [
+            models.CheckConstraint(
+                condition=(Q(kind="direct") & Q(coworker__isnull=False))
+                | (~Q(kind="direct") & Q(coworker__isnull=True)),
+                name="direct_channel_has_exactly_one_coworker",
+                violation_error_message="A 1:1 channel has exactly one coworker; other kinds have none.",
+            ),
+            models.UniqueConstraint(
+                fields=["office", "coworker"],
+                condition=Q(kind="direct"),
+                name="one_direct_channel_per_coworker",
+                violation_error_message="This coworker already has a 1:1 channel.",
+            ),
+            models.UniqueConstraint(
+                fields=["office", "kind"],
+                condition=Q(kind__in=["main", "all_hands"]),
+                name="one_main_and_one_all_hands_per_office",
+                violation_error_message="An office has one main and one all-hands channel.",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.office} / {self.name}"
+
+    def get_absolute_url(self) -> str:
+        return reverse("channel", args=[self.pk])
+
+    def clean(self) -> None:
+        if self.coworker_id and self.coworker.office_id != self.office_id:
+            raise ValidationError({"coworker": "This coworker belongs to another office."})

@@ -1,0 +1,245 @@
+"""Admin for sessions, tasks, messages, memory items and context policies.
+
+History is read here, never written: messages are append-only and sessions and tasks
+are created by the session services. Context policies are tuned here, validated by
+ContextPolicy.clean().
+"""
+
+import json
+
+from django.contrib import admin
+from django.db.models.functions import Substr
+from django.urls import reverse
+from django.utils.html import format_html, format_html_join
+from django.utils.http import urlencode
+from django.utils.text import Truncator
+
+from office.admin import DeletesWholeSessions
+
+from . import policy as policy_rules
+from .models import ContextPolicy, MemoryItem, Message, Session, Task
+
+# The session page renders at most this many messages, so a long session's page stays fast.
+CHAIN_LIMIT = 500
+CONTENT_CHARS = 400
+
+
+def messages_url(session_id: int, **filters) -> str:
+    query = urlencode({"session__id__exact": session_id, **filters})
+    return f"{reverse('admin:work_sessions_message_changelist')}?{query}"
+
+
+def render_tool_traffic(message: Message) -> str:
+    """An assistant's tool calls (name, arguments, id), or the call a tool result answers."""
+    if message.role == Message.Role.TOOL:
+        return format_html("↩ <code>{}</code>", message.tool_call_id)
+    calls = message.tool_calls if isinstance(message.tool_calls, list) else []
+    return format_html_join(
+        "",
+        "<div>→ {}({}) <code>{}</code></div>",
+        (
+            (
+                call.get("name", "?"),
+                Truncator(json.dumps(call.get("args", {}), ensure_ascii=False)).chars(120),
+                call.get("id", ""),
+            )
+            for call in calls
+            if isinstance(call, dict)
+        ),
+    )
+
+
+def render_chain(session: Session) -> str:
+    """The session's messages in chain order, as a table; the first CHAIN_LIMIT only."""
+    # Only the head of each content is read: one tool result can be megabytes.
+    messages = list(
+        session.messages.order_by("position")
+        .defer("content")
+        .annotate(content_head=Substr("content", 1, CONTENT_CHARS + 1))[: CHAIN_LIMIT + 1]
+    )
+    if not messages:
+        return "No messages yet."
+    note = ""
+    if len(messages) > CHAIN_LIMIT:
+        messages = messages[:CHAIN_LIMIT]
+        note = format_html(
+            '<p>Showing the first {} of {} messages. <a href="{}">All messages of this session</a>.</p>',
+            f"{CHAIN_LIMIT:,}",
+            f"{session.messages.count():,}",
+            messages_url(session.pk),
+        )
+
+    def rows():
+        before = None
+        for message in messages:
+            # Position is the order the database guards; `previous` must agree with it.
+            expected = before.pk if before else None
+            broken = "" if message.previous_id == expected else "⚠ chain break"
+            yield (
+                message.position,
+                message.turn,
+                message.role,
+                message.coworker or "—",
+                Truncator(message.content_head).chars(CONTENT_CHARS),
+                render_tool_traffic(message),
+                broken,
+            )
+            before = message
+
+    table = format_html(
+        "<table><thead><tr><th>#</th><th>Turn</th><th>Role</th><th>Coworker</th><th>Content</th>"
+        "<th>Tool calls / result of</th><th></th></tr></thead><tbody>{}</tbody></table>",
+        format_html_join(
+            "",
+            '<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td style="white-space:pre-wrap">{}</td>'
+            "<td>{}</td><td>{}</td></tr>",
+            rows(),
+        ),
+    )
+    return format_html("{}{}", note, table)
+
+
+@admin.register(Session)
+class SessionAdmin(DeletesWholeSessions, admin.ModelAdmin):
+    list_display = ["__str__", "channel", "office", "status", "started_at", "ended_at", "nudged_at"]
+    list_filter = ["status", "channel__kind", "channel__office"]
+    search_fields = ["id__exact", "channel__name"]
+    list_select_related = ["channel__office"]
+    date_hierarchy = "started_at"
+    fieldsets = [
+        (None, {"fields": ["channel", "status", "started_at", "ended_at", "nudged_at", "show_tasks"]}),
+        ("Messages in chain order", {"classes": ["wide"], "fields": ["show_chain"]}),
+    ]
+    readonly_fields = ["channel", "status", "started_at", "ended_at", "nudged_at", "show_tasks", "show_chain"]
+
+    # Sessions start and end through the session services (they carry notes and send
+    # events); here they are read, and deleted with their whole history.
+    def has_add_permission(self, request) -> bool:
+        return False
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return False
+
+    @admin.display(ordering="channel__office__name")
+    def office(self, session: Session):
+        return session.channel.office
+
+    @admin.display(description="tasks")
+    def show_tasks(self, session: Session):
+        url = f"{reverse('admin:work_sessions_task_changelist')}?{urlencode({'session__id__exact': session.pk})}"
+        return format_html('<a href="{}">{} tasks</a>', url, session.tasks.count())
+
+    @admin.display(description="messages")
+    def show_chain(self, session: Session):
+        return render_chain(session)
+
+
+@admin.register(Task)
+class TaskAdmin(admin.ModelAdmin):
+    list_display = ["__str__", "session", "turn", "status", "created_at", "started_at", "finished_at"]
+    list_filter = ["status", "session__channel__kind"]
+    search_fields = ["session__id__exact", "error"]
+    list_select_related = ["session__channel"]
+    readonly_fields = [
+        "session", "turn", "created_at", "started_at", "finished_at", "show_messages", "show_prompt_report",
+    ]
+    fields = ["session", "turn", "status", "error", *readonly_fields[2:]]
+
+    # Tasks come from instructions; an admin may only mark one (status, error), e.g. a stuck run as failed.
+    def has_add_permission(self, request) -> bool:
+        return False
+
+    @admin.display(description="messages")
+    def show_messages(self, task: Task):
+        url = messages_url(task.session_id, turn=task.turn)
+        return format_html('<a href="{}">Messages of turn {}</a>', url, task.turn)
+
+    @admin.display(description="prompt report")
+    def show_prompt_report(self, task: Task):
+        if task.prompt_report is None:
+            return "—"
+        return format_html("<pre>{}</pre>", json.dumps(task.prompt_report, indent=2, ensure_ascii=False))
+
+
+@admin.register(Message)
+class MessageAdmin(admin.ModelAdmin):
+    """Read only: a stored message is never edited, and goes only with its whole session."""
+
+    list_display = ["position", "session", "turn", "role", "coworker", "short_content", "tool_traffic", "created_at"]
+    list_display_links = ["position"]
+    list_filter = ["role"]
+    search_fields = ["content", "session__id__exact"]
+    # Follows the (session, position) unique index: chain order within each session.
+    ordering = ["session_id", "position"]
+    list_select_related = ["session__channel"]
+    # Counting every message on each page load is slow on a large table.
+    show_full_result_count = False
+
+    def has_add_permission(self, request) -> bool:
+        return False
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return False
+
+    def has_delete_permission(self, request, obj=None) -> bool:
+        return False
+
+    @admin.display(description="content")
+    def short_content(self, message: Message) -> str:
+        return Truncator(message.content).chars(120)
+
+    @admin.display(description="tool calls / result of")
+    def tool_traffic(self, message: Message):
+        return render_tool_traffic(message)
+
+
+@admin.register(MemoryItem)
+class MemoryItemAdmin(admin.ModelAdmin):
+    list_display = ["__str__", "kind", "scope", "office", "coworker", "channel", "pinned", "active", "updated_at"]
+    list_display_links = ["__str__"]
+    list_editable = ["pinned", "active"]
+    list_filter = ["kind", "scope", "pinned", "active", "office"]
+    search_fields = ["text"]
+    autocomplete_fields = ["office", "coworker", "channel"]
+    raw_id_fields = ["source_task"]
+    list_select_related = ["office", "coworker", "channel__office"]
+    readonly_fields = ["created_at", "updated_at"]
+    fields = ["text", "kind", "office", "scope", "coworker", "channel", "pinned", "active", "source_task"]
+    fields += readonly_fields
+
+
+@admin.register(ContextPolicy)
+class ContextPolicyAdmin(admin.ModelAdmin):
+    """Budgets editable straight from the list; ContextPolicy.clean() rejects bad values
+    (list_editable forms are ModelForms, so full_clean runs clean() for each changed row)."""
+
+    list_display = ["__str__", *policy_rules.BUDGET_FIELDS, "reply_model", "summary_model", "updated_at"]
+    list_display_links = ["__str__"]
+    # Every budget is editable: clean() reports its errors per budget field, and the
+    # form must have each such field to show them.
+    list_editable = list(policy_rules.BUDGET_FIELDS)
+    list_filter = ["channel_kind"]
+    search_fields = ["coworker__name", "channel__name"]
+    autocomplete_fields = ["coworker", "channel"]
+    list_select_related = ["coworker", "channel__office"]
+    readonly_fields = ["updated_at"]
+    fieldsets = [
+        (
+            "Applies to",
+            {
+                "fields": ["channel_kind", "coworker", "channel"],
+                "description": "Exactly one: a channel kind (sets every budget), or an override for one "
+                "coworker or one channel (empty budgets inherit). Changes apply from the next task.",
+            },
+        ),
+        ("Budgets", {"fields": list(policy_rules.BUDGET_FIELDS)}),
+        ("Models", {"fields": [*policy_rules.MODEL_FIELDS, "updated_at"]}),
+    ]
+
+    def formfield_for_dbfield(self, db_field, request, **kwargs):
+        field = super().formfield_for_dbfield(db_field, request, **kwargs)
+        if db_field.name in policy_rules.RANGES:
+            # A hint for the browser only; clean() stays the check, with the message people read.
+            low, high = policy_rules.RANGES[db_field.name]
+            field.widget.attrs.update({"min": low, "max": high})
+        return field

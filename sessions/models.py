@@ -1,0 +1,269 @@
+"""Sessions, tasks, the append-only message chain, memory items and context policies.
+
+The database holds the invariants that matter most: one active session per
+channel, one chain per session (one head, no forks), messages never edited.
+"""
+
+import uuid
+
+from django.core.exceptions import ValidationError
+from django.db import models
+from django.db.models import Q
+from django.utils import timezone
+
+from office.models import Channel
+
+from . import policy as policy_rules
+
+
+class Session(models.Model):
+    class Status(models.TextChoices):
+        ACTIVE = "active", "Active"
+        ENDED = "ended", "Ended"
+
+    channel = models.ForeignKey(Channel, on_delete=models.CASCADE, related_name="sessions")
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.ACTIVE)
+    started_at = models.DateTimeField(default=timezone.now)
+    ended_at = models.DateTimeField(null=True, blank=True)
+    # Set once, by a conditional UPDATE, when the long-conversation nudge is shown.
+    nudged_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-started_at"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["channel"],
+                condition=Q(status="active"),
+                name="one_active_session_per_channel",
+                violation_error_message="This channel already has an active session.",
+            ),
+            models.CheckConstraint(
+                condition=Q(status="active", ended_at__isnull=True) | Q(status="ended", ended_at__isnull=False),
+                name="ended_session_has_end_time",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"Session {self.pk} in {self.channel.name} ({self.status})"
+
+
+class Task(models.Model):
+    """One instruction and all the work done for it; `turn` is its 1-based index."""
+
+    class Status(models.TextChoices):
+        QUEUED = "queued", "Queued"
+        RUNNING = "running", "Running"
+        DONE = "done", "Done"
+        FAILED = "failed", "Failed"
+        STOPPED = "stopped", "Stopped"
+
+    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="tasks")
+    turn = models.PositiveIntegerField()
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.QUEUED)
+    error = models.TextField(blank=True, help_text="What went wrong, in words the user sees.")
+    # What the prompt was made of (layers, budgets, task indices); filled by the context builder.
+    prompt_report = models.JSONField(null=True, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["session", "turn"]
+        constraints = [
+            models.UniqueConstraint(fields=["session", "turn"], name="unique_turn_per_session"),
+            models.CheckConstraint(condition=Q(turn__gte=1), name="turn_starts_at_one"),
+        ]
+
+    def __str__(self) -> str:
+        return f"Task {self.turn} of session {self.session_id} ({self.status})"
+
+
+class Message(models.Model):
+    """One history record, exactly DESIGN's: stored the moment it exists, never edited.
+
+    `previous` is the order. `position` (1-based place in the chain) lets the
+    database guard the chain and read a recent window without walking it:
+    the head is position 1 with no `previous`, every other message points at
+    the one before it, and no two messages share a position or a `previous`.
+    """
+
+    class Role(models.TextChoices):
+        USER = "user", "User"
+        ASSISTANT = "assistant", "Assistant"
+        TOOL = "tool", "Tool"
+        NOTICE = "notice", "Notice"
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="messages")
+    position = models.PositiveIntegerField()
+    previous = models.OneToOneField(
+        # Messages are only ever deleted with their whole session, all at once.
+        "self", null=True, blank=True, on_delete=models.DO_NOTHING, related_name="next"
+    )
+    turn = models.PositiveIntegerField()
+    role = models.CharField(max_length=10, choices=Role.choices)
+    content = models.TextField(blank=True)
+    tool_calls = models.JSONField(default=list, blank=True)
+    tool_call_id = models.CharField(max_length=200, blank=True)
+    # The coworker's slug as it was when the message was written: history keeps
+    # saying who spoke even if the coworker is later renamed or removed.
+    coworker = models.CharField(max_length=60, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["session", "position"]
+        indexes = [models.Index(fields=["session", "turn"], name="message_session_turn")]
+        constraints = [
+            models.UniqueConstraint(fields=["session", "position"], name="one_message_per_chain_position"),
+            models.CheckConstraint(
+                condition=Q(position=1, previous__isnull=True) | Q(position__gt=1, previous__isnull=False),
+                name="only_the_head_has_no_previous",
+            ),
+            models.CheckConstraint(condition=Q(turn__gte=1), name="message_turn_starts_at_one"),
+            models.CheckConstraint(
+                condition=Q(role__in=["user", "assistant", "tool", "notice"]), name="message_role_is_known"
+            ),
+            models.CheckConstraint(
+                condition=~Q(role="tool") | ~Q(tool_call_id=""), name="tool_result_names_its_call"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.role} #{self.position} (turn {self.turn})"
+
+    def save(self, *args, **kwargs) -> None:
+        if not self._state.adding:
+            raise ValidationError("Messages are append-only: a stored message is never edited.")
+        super().save(*args, **kwargs)
+
+
+class MemoryItem(models.Model):
+    """A durable fact that outlives any one conversation."""
+
+    class Kind(models.TextChoices):
+        PREFERENCE = "preference", "Preference"
+        COMPANY = "company", "Company"
+        PROJECT = "project", "Project"
+        RULE = "rule", "Rule"
+        DECISION = "decision", "Decision"
+
+    class Scope(models.TextChoices):
+        OFFICE = "office", "Office"
+        COWORKER = "coworker", "Coworker"
+        CHANNEL = "channel", "Channel"
+
+    office = models.ForeignKey("office.Office", on_delete=models.CASCADE, related_name="memory_items")
+    scope = models.CharField(max_length=10, choices=Scope.choices, default=Scope.OFFICE)
+    coworker = models.ForeignKey(
+        "coworkers.Coworker", null=True, blank=True, on_delete=models.CASCADE, related_name="memory_items"
+    )
+    channel = models.ForeignKey(Channel, null=True, blank=True, on_delete=models.CASCADE, related_name="memory_items")
+    text = models.TextField()
+    kind = models.CharField(max_length=12, choices=Kind.choices)
+    source_task = models.ForeignKey(Task, null=True, blank=True, on_delete=models.SET_NULL, related_name="memories")
+    pinned = models.BooleanField(default=False, help_text="Pinned items are always in the prompt, first.")
+    active = models.BooleanField(default=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["-pinned", "-updated_at"]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(scope="office", coworker__isnull=True, channel__isnull=True)
+                | Q(scope="coworker", coworker__isnull=False, channel__isnull=True)
+                | Q(scope="channel", coworker__isnull=True, channel__isnull=False),
+                name="memory_scope_matches_its_target",
+                violation_error_message=(
+                    "Office memory names no coworker or channel; coworker memory names a "
+                    "coworker; channel memory names a channel."
+                ),
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return self.text[:80]
+
+    def clean(self) -> None:
+        for target in (self.coworker, self.channel):
+            if target is not None and target.office_id != self.office_id:
+                raise ValidationError(f"{target} belongs to another office.")
+
+
+def _in_range(name: str) -> Q:
+    low, high = policy_rules.RANGES[name]
+    return Q(**{f"{name}__isnull": True}) | Q(**{f"{name}__gte": low, f"{name}__lte": high})
+
+
+class ContextPolicy(models.Model):
+    """Budgets for one channel kind, or overrides for one coworker or one channel.
+
+    A channel kind's row sets every budget. An override row sets only what it
+    changes (empty fields inherit). A channel's override wins over a
+    coworker's, which wins over the kind's. A change applies from the next task.
+    """
+
+    channel_kind = models.CharField(max_length=20, choices=Channel.Kind.choices, blank=True)
+    coworker = models.OneToOneField(
+        "coworkers.Coworker", null=True, blank=True, on_delete=models.CASCADE, related_name="context_policy"
+    )
+    channel = models.OneToOneField(
+        Channel, null=True, blank=True, on_delete=models.CASCADE, related_name="context_policy"
+    )
+
+    # Plain integers: the ranges in sessions/policy.py give the messages people see
+    # (a positive-integer field would answer "must be ≥ 0" for a zero budget).
+    detailed_tasks = models.IntegerField(null=True, blank=True)
+    detailed_chars = models.IntegerField(null=True, blank=True)
+    fold_batch = models.IntegerField(null=True, blank=True)
+    summary_chars = models.IntegerField(null=True, blank=True)
+    memory_chars = models.IntegerField(null=True, blank=True)
+    tool_digest_chars = models.IntegerField(null=True, blank=True)
+    nudge_after_tasks = models.IntegerField(null=True, blank=True)
+    max_output_tokens = models.IntegerField(null=True, blank=True)
+    reply_model = models.CharField(max_length=100, blank=True)
+    summary_model = models.CharField(max_length=100, blank=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        verbose_name_plural = "context policies"
+        ordering = ["channel_kind", "coworker", "channel"]
+        constraints = [
+            models.CheckConstraint(
+                condition=(~Q(channel_kind="") & Q(coworker__isnull=True, channel__isnull=True))
+                | Q(channel_kind="", coworker__isnull=False, channel__isnull=True)
+                | Q(channel_kind="", coworker__isnull=True, channel__isnull=False),
+                name="policy_targets_exactly_one_thing",
+                violation_error_message="A policy is for exactly one of: a channel kind, a coworker, a channel.",
+            ),
+            models.UniqueConstraint(
+                fields=["channel_kind"], condition=~Q(channel_kind=""), name="one_policy_per_channel_kind"
+            ),
+            *[
+                models.CheckConstraint(
+                    condition=_in_range(name),
+                    name=f"policy_{name}_in_range",
+                    violation_error_message=f"{name} must be between {low:,} and {high:,}.",
+                )
+                for name, (low, high) in policy_rules.RANGES.items()
+            ],
+        ]
+
+    def __str__(self) -> str:
+        if self.channel_kind:
+            return f"Policy for {self.get_channel_kind_display()} channels"
+        if self.coworker_id:
+            return f"Override for {self.coworker}"
+        return f"Override for {self.channel}"
+
+    def values(self) -> dict:
+        return {name: getattr(self, name) for name in (*policy_rules.BUDGET_FIELDS, *policy_rules.MODEL_FIELDS)}
+
+    def clean(self) -> None:
+        if self.channel_kind:
+            missing = [name for name in policy_rules.BUDGET_FIELDS if getattr(self, name) is None]
+            if missing:
+                raise ValidationError({name: "A channel kind's policy sets every budget." for name in missing})
+        problems = policy_rules.find_problems(self.values())
+        if problems:
+            raise ValidationError(problems)

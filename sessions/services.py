@@ -1,0 +1,288 @@
+"""The history store: sessions, tasks and the append-only message chain, and JSONL in and out.
+
+The only place that turns rows into sessions.history values and back. Views,
+commands, consumers and tasks call these functions; none writes a Message itself.
+"""
+
+from dataclasses import dataclass
+from typing import Iterable, Iterator
+
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from office.models import Channel
+
+from . import history, jsonl
+from .models import Message, Session, Task
+
+
+class SessionEnded(Exception):
+    """An ended session is read-only: its history is kept, nothing is added."""
+
+
+class ImportRejected(ValueError):
+    """A JSONL file that cannot become a session; `line` names the line at fault."""
+
+    def __init__(self, line: int | None, problem: str) -> None:
+        self.line = line
+        super().__init__(f"line {line}: {problem}" if line else problem)
+
+
+# Sessions ------------------------------------------------------------------
+
+
+def get_active_session(*, channel: Channel) -> Session:
+    """The channel's active session, opening the first one if there is none."""
+    session = Session.objects.filter(channel=channel, status=Session.Status.ACTIVE).first()
+    if session:
+        return session
+    try:
+        with transaction.atomic():
+            return Session.objects.create(channel=channel)
+    except IntegrityError:
+        # Another request opened it between our read and our insert.
+        return Session.objects.get(channel=channel, status=Session.Status.ACTIVE)
+
+
+def start_session(*, channel: Channel) -> Session:
+    """End the channel's active session, if any, and open a new one."""
+    with transaction.atomic():
+        end_active_session(channel=channel)
+        return Session.objects.create(channel=channel)
+
+
+def end_active_session(*, channel: Channel) -> int:
+    """Returns how many sessions it ended (0 or 1)."""
+    return Session.objects.filter(channel=channel, status=Session.Status.ACTIVE).update(
+        status=Session.Status.ENDED, ended_at=timezone.now()
+    )
+
+
+# Appending -----------------------------------------------------------------
+
+
+def start_task(*, session: Session, instruction: str) -> tuple[Task, Message]:
+    """Store a new instruction as the next task, before any model sees it."""
+    if not instruction.strip():
+        raise ValueError("An instruction needs some text.")
+    with transaction.atomic():
+        _lock_active(session)
+        last = Task.objects.filter(session=session).order_by("-turn").values_list("turn", flat=True).first()
+        task = Task.objects.create(session=session, turn=(last or 0) + 1)
+        message = _append_locked(session, turn=task.turn, role=Message.Role.USER, content=instruction)
+    return task, message
+
+
+def append_message(
+    *,
+    session: Session,
+    turn: int,
+    role: str,
+    content: str = "",
+    tool_calls: Iterable[history.ToolCall] = (),
+    tool_call_id: str = "",
+    coworker: str = "",
+) -> Message:
+    """Append one message to the end of the session's chain and store it now.
+
+    Appends to one session are serialized (a row lock on PostgreSQL, the
+    IMMEDIATE write lock on SQLite); the chain's unique constraints are the
+    guard behind that, so two concurrent appends can never fork the chain.
+    """
+    with transaction.atomic():
+        _lock_active(session)
+        return _append_locked(
+            session,
+            turn=turn,
+            role=role,
+            content=content,
+            tool_calls=tuple(tool_calls),
+            tool_call_id=tool_call_id,
+            coworker=coworker,
+        )
+
+
+def _lock_active(session: Session) -> None:
+    status = Session.objects.select_for_update().filter(pk=session.pk).values_list("status", flat=True).first()
+    if status != Session.Status.ACTIVE:
+        raise SessionEnded(f"Session {session.pk} has ended; start a new conversation to continue.")
+
+
+def _append_locked(
+    session: Session,
+    *,
+    turn: int,
+    role: str,
+    content: str,
+    tool_calls: tuple[history.ToolCall, ...] = (),
+    tool_call_id: str = "",
+    coworker: str = "",
+) -> Message:
+    if role not in history.ROLES:
+        raise ValueError(f"Unknown role {role!r}.")
+    if tool_calls and role != Message.Role.ASSISTANT:
+        raise ValueError("Only an assistant message can make tool calls.")
+    if (role == Message.Role.TOOL) != bool(tool_call_id):
+        raise ValueError("A tool result, and only a tool result, names the tool call it answers.")
+    last = Message.objects.filter(session=session).order_by("-position").only("id", "position", "turn").first()
+    if last and turn < last.turn:
+        raise ValueError(f"Turn {turn} would come after turn {last.turn}; the chain only moves forward.")
+    return Message.objects.create(
+        session=session,
+        position=last.position + 1 if last else 1,
+        previous=last,
+        turn=turn,
+        role=role,
+        content=content,
+        tool_calls=[_tool_call_to_json(call) for call in tool_calls],
+        tool_call_id=tool_call_id,
+        coworker=coworker,
+    )
+
+
+# Reading -------------------------------------------------------------------
+
+
+def load_records(session: Session) -> list[history.Record]:
+    """The whole session in chain order (the chain, not the position column, decides)."""
+    rows = Message.objects.filter(session=session).order_by("position")
+    return history.order_chain(record_from_row(row) for row in rows)
+
+
+def record_from_row(row: Message) -> history.Record:
+    return history.Record(
+        id=str(row.id),
+        previous=str(row.previous_id) if row.previous_id else None,
+        turn=row.turn,
+        role=row.role,
+        content=row.content,
+        coworker=row.coworker or None,
+        created_at=row.created_at,
+        tool_calls=tuple(
+            history.ToolCall(id=call["id"], name=call["name"], args=call.get("args", {})) for call in row.tool_calls
+        ),
+        tool_call_id=row.tool_call_id or None,
+    )
+
+
+def _tool_call_to_json(call: history.ToolCall) -> dict:
+    return {"id": call.id, "name": call.name, "args": dict(call.args)}
+
+
+# JSONL ---------------------------------------------------------------------
+
+
+def export_session(session: Session) -> Iterator[str]:
+    """The session as JSONL lines (each ends with a newline), in chain order."""
+    for record in load_records(session):
+        yield jsonl.dumps_record(record) + "\n"
+
+
+@dataclass(frozen=True)
+class ImportResult:
+    session: Session
+    tasks: int
+    messages: int
+    skipped_lines: tuple[int, ...]
+    repaired_tool_calls: tuple[str, ...]
+
+    def summary(self) -> dict:
+        """The one-line report of DESIGN's contract."""
+        return {
+            "session": self.session.pk,
+            "tasks": self.tasks,
+            "messages": self.messages,
+            "skipped_lines": len(self.skipped_lines),
+            "repaired_tool_calls": len(self.repaired_tool_calls),
+        }
+
+
+def import_session(*, channel: Channel, data: str | bytes) -> ImportResult:
+    """Import a JSONL history as the channel's new active session: all of it, or nothing.
+
+    The channel's current session, if any, is ended (as "start a new
+    conversation" would). Records get new ids; their order and links are kept.
+    """
+    try:
+        parsed = jsonl.parse_jsonl(data)
+    except jsonl.JsonlError as error:
+        raise ImportRejected(error.line, error.problem) from error
+    if not parsed.records:
+        raise ImportRejected(None, "the file holds no records")
+    line_of = dict(zip((record.id for record in parsed.records), parsed.lines))
+    try:
+        records = history.order_chain(parsed.records)
+        tasks = history.group_tasks(records)
+    except history.ChainError as error:
+        raise ImportRejected(line_of.get(error.record_id), str(error)) from error
+    _check_tasks(tasks, line_of)
+    rebuilt = history.rebuild_messages(records)
+
+    with transaction.atomic():
+        end_active_session(channel=channel)
+        session = Session.objects.create(channel=channel, started_at=records[0].created_at or timezone.now())
+        interrupted_turns = {
+            task.turn for task in tasks if any(call in rebuilt.repaired_tool_calls for call in _call_ids(task))
+        }
+        Task.objects.bulk_create(_task_row(session, task, interrupted_turns) for task in tasks)
+        Message.objects.bulk_create(_message_rows(session, records))
+    return ImportResult(
+        session=session,
+        tasks=len(tasks),
+        messages=len(records),
+        skipped_lines=parsed.skipped_lines,
+        repaired_tool_calls=rebuilt.repaired_tool_calls,
+    )
+
+
+def _check_tasks(tasks: list[history.TaskRecords], line_of: dict[str, int]) -> None:
+    for expected, task in enumerate(tasks, start=1):
+        first = task.records[0]
+        if task.turn != expected:
+            raise ImportRejected(
+                line_of[first.id], f"turn {task.turn} where turn {expected} was expected; turns count up from 1"
+            )
+        if first.role != Message.Role.USER:
+            raise ImportRejected(
+                line_of[first.id], f"turn {task.turn} begins with a {first.role} record, not the user's instruction"
+            )
+
+
+def _call_ids(task: history.TaskRecords) -> Iterator[str]:
+    for record in task.records:
+        for call in record.tool_calls:
+            yield call.id
+
+
+def _task_row(session: Session, task: history.TaskRecords, interrupted_turns: set[int]) -> Task:
+    first, last = task.records[0], task.records[-1]
+    interrupted = task.turn in interrupted_turns
+    return Task(
+        session=session,
+        turn=task.turn,
+        status=Task.Status.FAILED if interrupted else Task.Status.DONE,
+        error="Interrupted: a tool call never returned a result (imported history)." if interrupted else "",
+        created_at=first.created_at or timezone.now(),
+        started_at=first.created_at,
+        finished_at=last.created_at,
+    )
+
+
+def _message_rows(session: Session, records: list[history.Record]) -> Iterator[Message]:
+    previous: Message | None = None
+    now = timezone.now()
+    for position, record in enumerate(records, start=1):
+        row = Message(
+            session=session,
+            position=position,
+            previous=previous,
+            turn=record.turn,
+            role=record.role,
+            content=record.content,
+            tool_calls=[_tool_call_to_json(call) for call in record.tool_calls],
+            tool_call_id=record.tool_call_id or "",
+            coworker=record.coworker or "",
+            created_at=record.created_at or now,
+        )
+        previous = row
+        yield row

@@ -1,0 +1,94 @@
+"""Shared fixtures: Alice owns the office, Bob is a member, Charlie is an outsider.
+
+With DATABASE_URL / REDIS_URL set, tests that need those services must fail
+rather than skip: `requires_redis` only skips when REDIS_URL is unset.
+"""
+
+import os
+
+import pytest
+from django.contrib.auth.models import User
+
+from coworkers.models import Coworker
+from office.models import Channel, Membership, Office
+
+requires_redis = pytest.mark.skipif(not os.environ.get("REDIS_URL"), reason="REDIS_URL is not set")
+requires_postgres = pytest.mark.skipif(not os.environ.get("DATABASE_URL"), reason="DATABASE_URL is not set")
+
+
+@pytest.fixture
+def office(db) -> Office:
+    return Office.objects.create(name="Acme", slug="acme")
+
+
+@pytest.fixture
+def other_office(db) -> Office:
+    return Office.objects.create(name="Globex", slug="globex")
+
+
+@pytest.fixture
+def alice(office) -> User:
+    user = User.objects.create_user("alice", password="alice-password")
+    Membership.objects.create(office=office, user=user, role=Membership.Role.OWNER)
+    return user
+
+
+@pytest.fixture
+def bob(office) -> User:
+    user = User.objects.create_user("bob", password="bob-password")
+    Membership.objects.create(office=office, user=user, role=Membership.Role.MEMBER)
+    return user
+
+
+@pytest.fixture
+def charlie(other_office) -> User:
+    """An outsider: a member of another office only."""
+    user = User.objects.create_user("charlie", password="charlie-password")
+    Membership.objects.create(office=other_office, user=user, role=Membership.Role.OWNER)
+    return user
+
+
+@pytest.fixture
+def mina(office) -> Coworker:
+    return Coworker.objects.create(
+        office=office,
+        name="Mina",
+        slug="mina",
+        role="Marketing lead",
+        persona="You are Mina, the marketing lead.",
+        skills=["copywriting", "campaigns"],
+    )
+
+
+@pytest.fixture
+def theo(office) -> Coworker:
+    return Coworker.objects.create(
+        office=office,
+        name="Theo",
+        slug="theo",
+        role="Engineer",
+        persona="You are Theo, the engineer.",
+        skills=["python", "infrastructure"],
+    )
+
+
+@pytest.fixture
+def direct_channel(office, mina) -> Channel:
+    return Channel.objects.create(office=office, kind=Channel.Kind.DIRECT, name="Mina", coworker=mina)
+
+
+@pytest.fixture
+def main_channel(office) -> Channel:
+    return Channel.objects.create(office=office, kind=Channel.Kind.MAIN, name="main")
+
+
+@pytest.fixture
+def outsider_channel(other_office) -> Channel:
+    return Channel.objects.create(office=other_office, kind=Channel.Kind.MAIN, name="globex-main")
+
+
+# Timing-based failures would make the suite flaky on a busy 2-core machine.
+from hypothesis import settings as hypothesis_settings  # noqa: E402
+
+hypothesis_settings.register_profile("default", deadline=None)
+hypothesis_settings.load_profile("default")
