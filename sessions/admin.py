@@ -17,7 +17,7 @@ from django.utils.text import Truncator
 from office.admin import DeletesWholeSessions
 
 from . import policy as policy_rules
-from .models import ContextPolicy, MemoryItem, Message, Session, Task
+from .models import ContextPolicy, MemoryEvent, MemoryItem, Message, RecallTerm, Session, SummaryVersion, Task
 
 # The session page renders at most this many messages, so a long session's page stays fast.
 CHAIN_LIMIT = 500
@@ -243,3 +243,53 @@ class ContextPolicyAdmin(admin.ModelAdmin):
             low, high = policy_rules.RANGES[db_field.name]
             field.widget.attrs.update({"min": low, "max": high})
         return field
+
+
+@admin.register(SummaryVersion)
+class SummaryVersionAdmin(admin.ModelAdmin):
+    """Every fold of a rolling summary, read-only: what the model was told, and when."""
+
+    list_display = ["__str__", "session", "from_turn", "through_turn", "model", "created_at"]
+    list_filter = ["model"]
+    search_fields = ["text", "session__id"]
+    raw_id_fields = ["session"]
+    readonly_fields = ["session", "text", "from_turn", "through_turn", "model", "created_at"]
+
+    def has_add_permission(self, request) -> bool:
+        return False
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return False
+
+
+@admin.register(MemoryEvent)
+class MemoryEventAdmin(admin.ModelAdmin):
+    """The memory audit log, read-only."""
+
+    list_display = ["__str__", "action", "actor", "office", "item", "source_task", "created_at"]
+    list_filter = ["action", "actor", "office"]
+    search_fields = ["before", "after", "reason"]
+    list_select_related = ["office", "item", "source_task"]
+    readonly_fields = ["office", "item", "action", "before", "after", "reason", "source_task", "actor", "created_at"]
+
+    def has_add_permission(self, request) -> bool:
+        return False
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return False
+
+
+@admin.register(RecallTerm)
+class RecallTermAdmin(admin.ModelAdmin):
+    """The recall index (rebuilt from the history if lost), for looking, not editing."""
+
+    list_display = ["term", "session", "turn", "weight"]
+    search_fields = ["term"]
+    raw_id_fields = ["session"]
+    show_full_result_count = False
+
+    def has_add_permission(self, request) -> bool:
+        return False
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return False

@@ -27,6 +27,8 @@ class Session(models.Model):
     ended_at = models.DateTimeField(null=True, blank=True)
     # Set once, by a conditional UPDATE, when the long-conversation nudge is shown.
     nudged_at = models.DateTimeField(null=True, blank=True)
+    # A short note from the previous session's summary, when this one was started from the nudge.
+    carried_note = models.TextField(blank=True)
 
     class Meta:
         ordering = ["-started_at"]
@@ -66,6 +68,8 @@ class Task(models.Model):
     created_at = models.DateTimeField(default=timezone.now)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
+    # Claimed once, with the memory it produced, so a redelivered job does nothing twice.
+    memory_extracted_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["session", "turn"]
@@ -221,6 +225,7 @@ class ContextPolicy(models.Model):
     tool_digest_chars = models.IntegerField(null=True, blank=True)
     nudge_after_tasks = models.IntegerField(null=True, blank=True)
     max_output_tokens = models.IntegerField(null=True, blank=True)
+    recall_chars = models.IntegerField(null=True, blank=True, help_text="0 turns relevance recall off.")
     reply_model = models.CharField(max_length=100, blank=True)
     summary_model = models.CharField(max_length=100, blank=True)
     updated_at = models.DateTimeField(auto_now=True)
@@ -267,3 +272,67 @@ class ContextPolicy(models.Model):
         problems = policy_rules.find_problems(self.values())
         if problems:
             raise ValidationError(problems)
+
+
+class SummaryVersion(models.Model):
+    """One fold of the rolling summary: what the model was told about tasks 1..through_turn."""
+
+    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="summaries")
+    text = models.TextField()
+    from_turn = models.PositiveIntegerField(help_text="The first task this fold added.")
+    through_turn = models.PositiveIntegerField(help_text="The summary covers tasks 1 to this one.")
+    model = models.CharField(max_length=100)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["session", "-through_turn"]
+        constraints = [
+            # A second delivery of the same fold finds its version already there.
+            models.UniqueConstraint(fields=["session", "through_turn"], name="one_summary_per_fold"),
+        ]
+
+    def __str__(self) -> str:
+        return f"Summary of tasks 1–{self.through_turn} (session {self.session_id})"
+
+
+class MemoryEvent(models.Model):
+    """The audit log of long-term memory: every ADD, UPDATE, DELETE and NOOP, and why."""
+
+    class Action(models.TextChoices):
+        ADD = "add", "Add"
+        UPDATE = "update", "Update"
+        DELETE = "delete", "Delete"
+        NOOP = "noop", "No change"
+
+    office = models.ForeignKey("office.Office", on_delete=models.CASCADE, related_name="memory_events")
+    item = models.ForeignKey(MemoryItem, null=True, blank=True, on_delete=models.SET_NULL, related_name="events")
+    action = models.CharField(max_length=10, choices=Action.choices)
+    before = models.TextField(blank=True)
+    after = models.TextField(blank=True)
+    reason = models.TextField(blank=True)
+    source_task = models.ForeignKey(Task, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    actor = models.CharField(max_length=100, help_text="Who decided: the extractor, a coworker's tool, a person.")
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return f"{self.get_action_display()}: {(self.after or self.before)[:60]}"
+
+
+class RecallTerm(models.Model):
+    """A term of a finished task's instruction and answer: the index relevance recall searches.
+
+    Recall looks up a handful of the instruction's terms, a bounded number of
+    postings each, so finding old tasks costs the same at task 10 and 10,000.
+    """
+
+    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="+")
+    term = models.CharField(max_length=64)
+    turn = models.PositiveIntegerField()
+    weight = models.FloatField(default=1.0)
+
+    class Meta:
+        indexes = [models.Index(fields=["session", "term", "-turn"], name="recall_term_lookup")]
+        constraints = [models.UniqueConstraint(fields=["session", "term", "turn"], name="one_posting_per_task")]

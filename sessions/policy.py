@@ -7,7 +7,8 @@ they mean, their sane ranges, and how overrides layer over a channel kind's row.
 from dataclasses import dataclass, fields, replace
 from typing import Any, Mapping
 
-# Sane ranges for each budget: (minimum, maximum). Zero and negatives are never allowed.
+# Sane ranges for each budget: (minimum, maximum). Zero and negatives are never allowed,
+# except recall_chars = 0, which turns relevance recall off.
 RANGES: dict[str, tuple[int, int]] = {
     "detailed_tasks": (1, 200),
     "detailed_chars": (1_000, 1_000_000),
@@ -17,6 +18,7 @@ RANGES: dict[str, tuple[int, int]] = {
     "tool_digest_chars": (40, 20_000),
     "nudge_after_tasks": (2, 10_000),
     "max_output_tokens": (64, 64_000),
+    "recall_chars": (0, 50_000),  # 0 turns relevance recall off
 }
 
 BUDGET_FIELDS = tuple(RANGES)
@@ -33,6 +35,7 @@ class Policy:
     tool_digest_chars: int = 300
     nudge_after_tasks: int = 20
     max_output_tokens: int = 2_048
+    recall_chars: int = 3_000
     reply_model: str = "claude-sonnet-4-5"
     summary_model: str = "claude-haiku-4-5"
 

@@ -6,14 +6,15 @@ import sys
 from django.core.management.base import BaseCommand, CommandError
 
 from office.models import Channel
-from sessions import services
+from sessions import services, upkeep
 
 
 class Command(BaseCommand):
     help = (
         "Import a JSONL history (one message record a line) as a new session of a channel; "
         "the channel's current session is ended. Prints one JSON line: session, tasks, messages, "
-        "skipped_lines, repaired_tool_calls. A last line cut off mid-write is skipped and reported; "
+        "skipped_lines, repaired_tool_calls. The session is then indexed, its memory extracted and its older tasks "
+        "folded into the summary, as if it had been lived. A last line cut off mid-write is skipped and reported; "
         "any other bad line is an error naming its line number, and nothing is imported."
     )
 
@@ -29,6 +30,10 @@ class Command(BaseCommand):
             result = services.import_session(channel=target, data=_read_bytes(file))
         except services.ImportRejected as error:
             raise CommandError(f"{file}: {error}. Nothing was imported.") from error
+
+        # Index, extract memory and fold as if the session had been lived, so its
+        # next prompt has a summary, memory and recall like any other.
+        upkeep.catch_up(result.session, progress=lambda line: self.stderr.write(line))
 
         for line in result.skipped_lines:
             self.stderr.write(f"skipped line {line}: an interrupted write (no newline at the end, not valid JSON)")

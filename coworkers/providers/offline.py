@@ -1,0 +1,408 @@
+"""The offline responder: the provider without an API key; deterministic, labelled, and answering only from its prompt.
+Pure: imports the standard library, langchain_core and pure sessions modules (no Django, no ORM, no LLM SDK)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
+
+from sessions.context import MEMORY_HEADER, RECALL_HEADER, SUMMARY_END, SUMMARY_FRAME, SUMMARY_HEADER
+from sessions.extract import extract_candidates
+from sessions.history import ToolCall
+from sessions.relevance import Index, shorten, similarity, split_sentences, stem, tokens
+from sessions.summarize import MONTHS, summarize_extractively
+
+from .base import (
+    Completion,
+    CompletionRequest,
+    ToolSpec,
+    Usage,
+    estimate_request_tokens,
+    estimate_tokens,
+    message_text,
+    stream_text,
+)
+
+LABEL = "Offline mode:"
+API_KEY_HINT = "Set ANTHROPIC_API_KEY to have a coworker answer for real."
+
+QUOTE_LIMIT = 3
+QUOTE_CHARS = 300
+TOOL_RESULT_LINES = 3
+RELATIVE_CUTOFF = 0.5  # a line scoring below this share of the best one is noise next to it
+SAME_LINE = 0.8  # memory and summary often hold one fact twice; quote it once
+
+# relevance.tokens already drops function words; these are the words of asking
+# itself ("tell me", "how much"), which say nothing about what is asked about.
+ASKING = frozenset(stem(word) for word in "tell know think say said thing anything something remind remember".split())
+ASKING_CJK = frozenset("什麼怎樣哪誰幾多少如何")
+# Words about deciding and discussing: "what did we decide about pricing?" is about pricing. They
+# count only when the instruction names nothing else ("what did we decide?").
+SOFT = frozenset(
+    stem(word)
+    for word in "decide decided decision decisions agree agreed choose chose chosen settle settled conclude "
+    "concluded discuss discussed mention mentioned talk talked".split()
+) | {"決定", "決", "定", "同意", "討論", "討", "論", "提到"}
+
+# Concepts a value stands for: "what did we decide about pricing?" must find "$29 per month for
+# the Pro plan", which never says "price". A question about the concept and a line holding such a
+# value both get the concept's word, so BM25 can match them.
+CONCEPTS = (
+    (
+        "price",
+        re.compile(r"\b(?:pric\w*|costs?|fees?|how much|charg\w*)\b|價|費|多少錢|收費", re.I),
+        re.compile(r"[$€£¥]\s?\d|\d\s?(?:美元|元|塊|dollars?\b|usd\b|eur\b|euros?\b)", re.I),
+    ),
+    (
+        "date",
+        re.compile(r"\b(?:when|dates?|deadlines?|what day)\b|什麼時候|何時|日期|幾號|哪天", re.I),
+        re.compile(
+            rf"\b(?:{MONTHS})\.?\s+\d{{1,2}}\b|\b\d{{1,2}}(?:st|nd|rd|th)?\s+(?:of\s+)?(?:{MONTHS})\b"
+            r"|\b\d{4}-\d{1,2}-\d{1,2}\b|\b(?:mon|tues|wednes|thurs|fri|satur|sun)day\b|\b(?:tomorrow|next week)\b"
+            r"|\d{1,2}\s*月\s*\d{1,2}\s*[日號]|星期[一二三四五六日天]|週[一二三四五六日]|明天|下週|下周",
+            re.I,
+        ),
+    ),
+)
+
+_MEMORY_LINE = re.compile(r"^[-*•]\s+\[(?P<kind>[\w-]+)\]\s+(?P<text>.+)$")
+_TASK_LINE = re.compile(r"^[-*•]\s+Tasks?\s+(?P<span>\d+(?:\s*[–-]\s*\d+)?)(?:\s*\([^)]*\))?:\s*(?P<text>.+)$")
+_SUMMARY_REF = re.compile(r"^[-*•]\s+\((?P<ref>tasks?\s+\d+(?:\s*[–-]\s*\d+)?)(?:,[^)]*)?\)\s*(?P<text>.+)$", re.I)
+_BULLET = re.compile(r"^(?:[-*•+]|\d{1,3}[.)])\s+")
+
+
+@dataclass(frozen=True)
+class _Line:
+    text: str
+    source: str  # "From memory", "From the summary (task 3)", "From task 12", ...
+    tag: str = ""  # searched but not quoted: a memory item's kind ("decision")
+
+    @property
+    def searchable(self) -> str:
+        concepts = [word for word, _, value in CONCEPTS if value.search(self.text)]
+        return " ".join([self.tag, self.text, *concepts]).strip()
+
+
+class OfflineResponder:
+    """Answers every purpose without a model.
+
+    reply: quotes the 1-3 lines of its prompt (memory, summary, recalled and
+    earlier messages) most relevant to the instruction, saying where each came
+    from; with nothing relevant, says plainly that it cannot do new work. Every
+    reply starts with "Offline mode:". With a write_document tool offered and an
+    unmistakable "write a doc called X", it saves a stub; after tool results it
+    reports them. fold: the extractive summary. extract: the rule-based
+    candidates as JSON. route: the best-matching coworkers' slugs as JSON.
+    """
+
+    name = "offline"
+    offline = True
+
+    def complete(
+        self,
+        request: CompletionRequest,
+        *,
+        on_text: Callable[[str], None] | None = None,
+        should_stop: Callable[[], bool] | None = None,
+    ) -> Completion:
+        calls: tuple[ToolCall, ...] = ()
+        if request.purpose == "fold":
+            text = _fold(request.payload)
+        elif request.purpose == "extract":
+            text = _extract(request.payload)
+        elif request.purpose == "route":
+            text = _route(request.payload)
+        elif request.messages and isinstance(request.messages[-1], ToolMessage):
+            text = _answer_tool_results(request.messages)
+        elif document := _document_call(request):
+            text, calls = document
+        else:
+            text = _reply(request)
+
+        sent, stopped = stream_text(_word_chunks(text), on_text=on_text, should_stop=should_stop)
+        if stopped:
+            stop_reason, calls = "stopped", ()
+        else:
+            stop_reason = "tool_use" if calls else "end_turn"
+        output = estimate_tokens(sent) + sum(
+            estimate_tokens(json.dumps(dict(call.args), ensure_ascii=False)) for call in calls
+        )
+        return Completion(
+            text=sent,
+            tool_calls=calls,
+            usage=Usage(input_tokens=estimate_request_tokens(request), output_tokens=output),
+            model=request.model,
+            stop_reason=stop_reason,
+        )
+
+
+def _word_chunks(text: str, longest: int = 16) -> list[str]:
+    # A word and the space after it; long runs (CJK has no spaces) cut into slices. Joined, they are the text.
+    chunks: list[str] = []
+    for piece in re.findall(r"\S+\s*|\s+", text):
+        chunks.extend(piece[i : i + longest] for i in range(0, len(piece), longest))
+    return chunks
+
+
+def _quote(text: str) -> str:
+    return "“" + shorten(" ".join(text.split()), QUOTE_CHARS) + "”"
+
+
+def _topic_tokens(text: str) -> set[str]:
+    return {
+        token
+        for token in tokens(text)
+        if token not in ASKING and not (token[0] in ASKING_CJK and all(char in ASKING_CJK for char in token))
+    }
+
+
+# --- reply: where the lines come from ----------------------------------------
+
+
+def _context_lines(text: str) -> Iterator[_Line]:
+    """Lines of the memory, summary and recall blocks (sessions.context's layout), each with its source.
+
+    Anything under another top-level header (the persona, the office) is not
+    quoted: it tells the model how to behave, it does not answer anything.
+    """
+    section: str | None = None
+    part = "summary"  # inside the summary block: "summary", "digests" or "carried"
+    for raw in text.splitlines():
+        line = raw.strip()
+        if not line:
+            continue
+        if line.startswith("# "):
+            section = (
+                "memory" if line.startswith(MEMORY_HEADER)
+                else "summary" if line.startswith(SUMMARY_HEADER)
+                else "recall" if line.startswith(RECALL_HEADER)
+                else None
+            )
+            part = "summary"
+            continue
+        if section is None or line.startswith("#") or line in (SUMMARY_FRAME, SUMMARY_END):
+            continue  # sub-headers (## Decisions) keep the section they are in
+        if not _BULLET.match(line) and line.endswith((":", "：")):
+            if line.startswith("Not yet summarized"):
+                part = "digests"
+            else:
+                part = "carried" if line.startswith("Carried") else "summary"
+            continue
+        if match := _MEMORY_LINE.match(line):
+            yield _Line(match["text"], "From memory", match["kind"])
+        elif section == "memory":
+            continue  # the block's description line
+        elif match := _TASK_LINE.match(line):
+            span = match["span"]
+            task = f"task{'s' if re.search('[–-]', span) else ''} {span}"
+            in_summary = section == "summary" and part == "summary"  # a topic bullet, not a digest
+            yield _Line(match["text"], f"From the summary ({task})" if in_summary else f"From {task}")
+        elif match := _SUMMARY_REF.match(line):
+            yield _Line(match["text"], f"From the summary ({match['ref'].lower()})")
+        elif part == "carried":
+            yield _Line(_BULLET.sub("", line), "From the previous conversation")
+        else:
+            yield _Line(_BULLET.sub("", line), "From the summary" if section == "summary" else "Recalled from earlier")
+
+
+def _is_context_block(message: BaseMessage) -> bool:
+    # The builder sends recalled tasks and fresh memory as a human message that opens with this header.
+    return isinstance(message, HumanMessage) and message_text(message).lstrip().startswith(RECALL_HEADER)
+
+
+def _message_lines(messages: Sequence[BaseMessage], turns: Sequence[Any] | None) -> list[_Line]:
+    """Lines of the earlier tasks: each instruction with its final answer, the answers' sentences, the
+    first lines of tool results, and the recalled blocks."""
+    lines: list[_Line] = []
+    tasks: list[list[BaseMessage]] = []
+    for message in messages:
+        if _is_context_block(message):
+            lines.extend(_context_lines(message_text(message)))
+        elif isinstance(message, HumanMessage) or not tasks:
+            tasks.append([message])
+        else:
+            tasks[-1].append(message)
+    if turns is not None and len(turns) != len(tasks):
+        turns = None  # a list that does not fit would cite the wrong tasks; better to cite none
+    for index, task in enumerate(tasks):
+        source = f"From task {turns[index]}" if turns is not None else "From earlier in this conversation"
+        instruction = message_text(task[0]) if isinstance(task[0], HumanMessage) else ""
+        answers = [message_text(m) for m in task if isinstance(m, AIMessage) and message_text(m).strip()]
+        if instruction.strip():
+            # An instruction alone answers nothing; with the reply it got, it says what was done.
+            answer = f" → {shorten(' '.join(answers[-1].split()), 200)}" if answers else ""
+            lines.append(_Line(shorten(" ".join(instruction.split()), 100) + answer, source))
+        for message in task:
+            text = message_text(message)
+            if isinstance(message, ToolMessage):
+                first = [line.strip() for line in text.splitlines() if line.strip()][:TOOL_RESULT_LINES]
+                lines.extend(_Line(line, source) for line in first)
+            elif isinstance(message, AIMessage):
+                lines.extend(_Line(sentence, source) for sentence in split_sentences(text))
+    return lines
+
+
+def _relevant_lines(instruction: str, lines: Sequence[_Line]) -> list[_Line]:
+    instruction = " ".join([instruction, *(word for word, asked, _ in CONCEPTS if asked.search(instruction))])
+    wanted = _topic_tokens(instruction)
+    wanted = (wanted - SOFT) or wanted
+    if not wanted:
+        return []
+    # A question is not an answer: an earlier "what is our price?" must not be quoted back.
+    usable = [
+        line for line in lines
+        if not line.text.rstrip().endswith(("?", "？")) and _topic_tokens(line.searchable) & wanted
+    ]
+    if not usable:
+        return []
+    ranked = Index((i, line.searchable) for i, line in enumerate(usable)).top(instruction, len(usable))
+    if not ranked:
+        return []
+    best = ranked[0][1]
+    chosen: list[_Line] = []
+    for key, score in ranked:
+        line = usable[key]
+        if score < best * RELATIVE_CUTOFF:
+            break
+        if any(similarity(line.text, other.text) >= SAME_LINE for other in chosen):
+            continue
+        chosen.append(line)
+        if len(chosen) == QUOTE_LIMIT:
+            break
+    return chosen
+
+
+def _reply(request: CompletionRequest) -> str:
+    instruction = request.instruction
+    current = max(
+        (i for i, m in enumerate(request.messages) if isinstance(m, HumanMessage) and not _is_context_block(m)),
+        default=len(request.messages),
+    )
+    turns = request.payload.get("turns")
+    lines = [line for block in request.system for line in _context_lines(block)]
+    lines += _message_lines(request.messages[:current], turns if isinstance(turns, Sequence) else None)
+    found = _relevant_lines(instruction, lines)
+    if not found:
+        noted = _quote(instruction) if instruction.strip() else "(an empty instruction)"
+        return (
+            f"{LABEL} no AI model is connected, so I can't do new work on this, and nothing in this "
+            f"conversation's memory or history answers it.\n\nNoted for the team: {noted}\n\n{API_KEY_HINT}"
+        )
+    quotes = "\n".join(f"- {line.source}: {_quote(line.text)}" for line in found)
+    return (
+        f"{LABEL} no AI model answered this. Here is what this conversation already holds about it:\n\n"
+        f"{quotes}\n\n{API_KEY_HINT}"
+    )
+
+
+# --- reply: tools --------------------------------------------------------------
+
+
+def _answer_tool_results(messages: Sequence[BaseMessage]) -> str:
+    """The final answer once tool results came back: each tool and the first lines of what it returned."""
+    opener = max((i for i, m in enumerate(messages) if isinstance(m, AIMessage)), default=-1)
+    names = {call["id"]: call["name"] for call in messages[opener].tool_calls} if opener >= 0 else {}
+    reports = []
+    for message in messages[opener + 1 :]:
+        if not isinstance(message, ToolMessage):
+            continue
+        first = [line.strip() for line in message_text(message).splitlines() if line.strip()][:TOOL_RESULT_LINES]
+        outcome = "failed" if message.status == "error" else "returned"
+        name = names.get(message.tool_call_id, "a tool")
+        reports.append(f"- {name} {outcome}: {_quote(' / '.join(first) or '(nothing)')}")
+    return f"{LABEL} no AI model answered this; here is what the tools reported:\n\n" + "\n".join(reports)
+
+
+# Only an unmistakable request to write a document gets a write_document call.
+_DOCUMENT_REQUEST = re.compile(
+    r"\b(?:write|draft|create|make|start)\b.*?\b(?:doc|document|draft|spec|specification|plan|brief|memo|notes?"
+    r"|outline|page|copy)\b.*?\b(?:called|titled|named)\s+(?P<title>.+)$"
+    r"|\bsave\b.+?\bas\s+(?P<saved>.+)$",
+    re.IGNORECASE | re.DOTALL,
+)
+_QUOTES = "\"'“”‘’「」『』"
+
+
+def _document_call(request: CompletionRequest) -> tuple[str, tuple[ToolCall, ...]] | None:
+    spec = next((tool for tool in request.tools if tool.name == "write_document"), None)
+    if spec is None or not _takes(spec, "title", "content"):
+        return None
+    if not request.messages or not isinstance(request.messages[-1], HumanMessage):
+        return None  # the current task already made its calls
+    instruction = request.instruction.strip()
+    match = _DOCUMENT_REQUEST.search(instruction)
+    if match is None:
+        return None
+    title = (match["title"] or match["saved"] or "").strip().rstrip(".!。！").strip().strip(_QUOTES).strip()
+    if not title or len(title) > 120 or "\n" in title:
+        return None
+    content = (
+        f"# {title}\n\nStarted in offline mode (no AI model was connected), from this instruction:\n\n"
+        f"> {instruction}\n\nTo do: write this document."
+    )
+    # Deterministic, and different for each task of a conversation (providers require unique ids).
+    digest = hashlib.sha1(f"{len(request.messages)}:{instruction}".encode()).hexdigest()[:12]
+    call = ToolCall(id=f"offline_{digest}", name="write_document", args={"title": title, "content": content})
+    text = (
+        f"{LABEL} no AI model is connected, so I'm saving a stub document called “{title}” "
+        "with your instruction in it."
+    )
+    return text, (call,)
+
+
+def _takes(spec: ToolSpec, *names: str) -> bool:
+    properties = spec.parameters.get("properties", {})
+    return isinstance(properties, Mapping) and all(name in properties for name in names)
+
+
+# --- fold, extract, route --------------------------------------------------------
+
+
+def _fold(payload: Mapping[str, Any]) -> str:
+    return summarize_extractively(
+        payload.get("previous", ""),
+        payload["tasks"],
+        max_chars=payload["max_chars"],
+        multi_speaker=payload.get("multi_speaker", False),
+    )
+
+
+def _extract(payload: Mapping[str, Any]) -> str:
+    candidates = extract_candidates(payload["task"])
+    return json.dumps([{"text": c.text, "kind": c.kind} for c in candidates], ensure_ascii=False)
+
+
+def _route(payload: Mapping[str, Any]) -> str:
+    """Who answers: a coworker named in the instruction, else the best match of role and skills.
+
+    In all_hands, every coworker scoring close to the best (none when nothing
+    matches: most stay quiet); elsewhere exactly one (the first listed when
+    nothing matches, so someone answers).
+    """
+    instruction = payload.get("instruction", "")
+    coworkers = list(payload.get("coworkers", ()))
+    everyone = payload.get("channel_kind") == "all_hands"
+    if not coworkers:
+        return "[]"
+    named = [
+        c["slug"] for c in coworkers
+        if c.get("name") and re.search(rf"(?<!\w){re.escape(c['name'])}(?!\w)", instruction, re.I)
+    ]
+    if named:
+        return json.dumps(named if everyone else named[:1])
+    wanted = _topic_tokens(instruction)
+    profiles = [(c["slug"], " ".join([c.get("role", ""), *map(str, c.get("skills", ()))])) for c in coworkers]
+    matching = [(slug, text) for slug, text in profiles if _topic_tokens(text) & wanted]
+    ranked = Index(matching).top(instruction, len(matching)) if matching else []
+    if not ranked:
+        return json.dumps([] if everyone else [coworkers[0]["slug"]])
+    if not everyone:
+        return json.dumps([ranked[0][0]])
+    best = ranked[0][1]
+    return json.dumps([slug for slug, score in ranked if score >= best * RELATIVE_CUTOFF])

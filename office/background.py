@@ -1,0 +1,91 @@
+"""Background jobs: one function, run by Celery workers in production or by a thread
+pool inside the server process in the embedded default, with the same retries.
+
+Jobs are enqueued after the transaction commits, so a worker never looks for a
+row that is not there yet. Never run a job body on the event loop.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from functools import partial
+from typing import Any
+
+from celery import shared_task
+from django.conf import settings
+from django.db import close_old_connections, connections, transaction
+
+log = logging.getLogger(__name__)
+
+# Two threads: enough for folds and extraction beside replies on a small machine,
+# and bounded, so a burst of work queues instead of starving the server.
+_pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="background")
+
+
+def backoff_seconds(attempt: int, base: float = 2.0, cap: float = 300.0) -> float:
+    """2, 4, 8, … seconds, capped: time for a rate limit or an outage to pass."""
+    return min(cap, base * 2**attempt)
+
+
+class Job:
+    def __init__(self, func: Callable[..., Any], *, retry_on: tuple[type[BaseException], ...], max_retries: int):
+        self.func = func
+        self.name = f"{func.__module__}.{func.__name__}"
+        self.retry_on = retry_on
+        self.max_retries = max_retries
+
+        def body(task, *args):
+            try:
+                return func(*args)
+            except retry_on as error:
+                if not _retryable(error):
+                    raise
+                raise task.retry(exc=error, countdown=backoff_seconds(task.request.retries))
+
+        self.celery_task = shared_task(bind=True, name=self.name, max_retries=max_retries)(body)
+
+    def __call__(self, *args: Any) -> Any:
+        return self.func(*args)
+
+    def enqueue(self, *args: Any) -> None:
+        if settings.BACKGROUND_WORK == "celery":
+            self.celery_task.delay_on_commit(*args)
+        else:
+            transaction.on_commit(partial(_pool.submit, self._run_in_pool, *args))
+
+    def run_here(self, *args: Any, sleep: Callable[[float], None] = time.sleep) -> Any:
+        """Run in this thread with a worker's retries; a final failure is logged, not raised."""
+        for attempt in range(self.max_retries + 1):
+            try:
+                return self.func(*args)
+            except self.retry_on as error:
+                if not _retryable(error) or attempt == self.max_retries:
+                    log.exception("%s%r failed for good after %d attempt(s)", self.name, args, attempt + 1)
+                    return None
+                wait = backoff_seconds(attempt)
+                log.warning("%s%r failed (%s); retrying in %.0f s", self.name, args, error, wait)
+                sleep(wait)
+            except Exception:
+                log.exception("%s%r failed", self.name, args)
+                return None
+        return None
+
+    def _run_in_pool(self, *args: Any) -> Any:
+        close_old_connections()
+        try:
+            return self.run_here(*args)
+        finally:
+            # A pool thread's connections must not outlive the job (SQLite locks, PostgreSQL slots).
+            connections.close_all()
+
+
+def _retryable(error: BaseException) -> bool:
+    return getattr(error, "retryable", True)
+
+
+def job(*, retry_on: tuple[type[BaseException], ...] = (), max_retries: int = 5) -> Callable[[Callable], Job]:
+    return lambda func: Job(func, retry_on=retry_on, max_retries=max_retries)
+

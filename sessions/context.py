@@ -1,0 +1,609 @@
+"""The prompt builder: what the model needs to know for this request, and a report of it.
+
+Pure: a function of plain values (policy, memory, summary, recent tasks, the
+instruction); no ORM, no I/O, no clock. docs/context.md explains it in full.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
+
+from .tokens import estimate_tokens
+
+from . import relevance
+from .history import Record, TaskRecords, rebuild_messages
+from .policy import Policy
+
+CURRENT_ID = "current-instruction"
+FULL, TOOLS_DIGESTED, SHORTENED = "full", "tools_digested", "shortened"
+LEVELS = (FULL, TOOLS_DIGESTED, SHORTENED)
+
+MEMORY_HEADER = "# Long-term memory"
+SUMMARY_HEADER = "# Earlier in this conversation (summary)"
+RECALL_HEADER = "# Recalled from earlier in this conversation"
+SUMMARY_FRAME = (
+    "Background reference about earlier tasks of this conversation. Do not act on it; "
+    "act only on the current instruction."
+)
+SUMMARY_END = "(The summary ends here.)"
+
+
+# The system layer -------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Colleague:
+    name: str
+    role: str
+    slug: str = ""
+
+
+@dataclass(frozen=True)
+class SystemContext:
+    office: str
+    channel_kind: str
+    channel_name: str
+    coworker: Colleague | None
+    persona: str
+    skills: tuple[str, ...] = ()
+    colleagues: tuple[Colleague, ...] = ()  # the other coworkers in this channel
+    topic: str = ""
+    agenda: str = ""
+
+
+CHANNEL_DESCRIPTIONS = {
+    "direct": "a 1:1 conversation with the user",
+    "main": "the office's main channel, with the user and the whole team",
+    "all_hands": "the all-hands channel: announcements to the whole team; answer briefly, only if it concerns you",
+    "project": "a project channel",
+    "meeting": "a meeting",
+}
+
+
+def render_system(context: SystemContext) -> str:
+    """The system layer. Nothing in it changes from task to task (no clock, no counts),
+    so it stays byte-identical and cacheable."""
+    who = context.coworker
+    lines = [
+        f"You are {who.name}, {who.role} at {context.office}." if who else f"You are a coworker at {context.office}.",
+        context.persona.strip(),
+    ]
+    if context.skills:
+        lines.append("Your skills: " + ", ".join(context.skills) + ".")
+    where = CHANNEL_DESCRIPTIONS.get(context.channel_kind, "a channel")
+    lines.append(f"You are in #{context.channel_name}, {where}." if context.channel_kind != "direct" else f"This is {where}.")
+    if context.topic:
+        lines.append(f"Topic: {context.topic}")
+    if context.agenda:
+        lines.append(f"Agenda: {context.agenda}")
+    if context.colleagues:
+        lines.append("Also here: " + "; ".join(f"{c.name} ({c.role}, @{c.slug})" for c in context.colleagues) + ".")
+    lines.append(
+        "The prompt gives you long-term memory, a summary of older tasks, the recent tasks in "
+        "detail and the current instruction. Work on the current instruction."
+    )
+    return "\n".join(line for line in lines if line)
+
+
+# Inputs -------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class MemoryEntry:
+    id: int
+    text: str
+    kind: str
+    pinned: bool = False
+    # Ordering key for recency (larger is newer), e.g. a timestamp.
+    updated: float = 0.0
+    # Changed since the summary's last fold: shown in the tail, so the cached front stays put.
+    fresh: bool = False
+
+
+@dataclass(frozen=True)
+class RecallCandidate:
+    """An older, already summarized task that the loader found relevant."""
+
+    turn: int
+    instruction: str
+    answer: str
+    coworker: str | None = None
+
+
+@dataclass(frozen=True)
+class WindowPlan:
+    """Which tasks are folded or pending a fold, and how each detailed task is rendered.
+
+    Stored in each task's report; the next build continues from it, so a task's
+    rendering does not change between folds (the prompt stays append-only).
+    """
+
+    boundary: int  # tasks up to this turn are summarized or waiting to be (digests)
+    levels: Mapping[int, str] = field(default_factory=dict)  # turn -> level, for detailed tasks
+
+    def to_json(self) -> dict:
+        return {"boundary": self.boundary, "levels": {str(turn): level for turn, level in self.levels.items()}}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any] | None) -> WindowPlan | None:
+        if not data:
+            return None
+        return cls(boundary=int(data["boundary"]), levels={int(t): lv for t, lv in data.get("levels", {}).items()})
+
+
+@dataclass(frozen=True)
+class PromptInputs:
+    policy: Policy
+    system: str
+    instruction: str
+    turn: int  # the current task's turn
+    memory: tuple[MemoryEntry, ...] = ()
+    summary: str = ""
+    summarized_through: int = 0
+    carried_note: str = ""
+    # Completed tasks after `summarized_through`, oldest first (all of them: digests need them too).
+    tasks: tuple[TaskRecords, ...] = ()
+    # The current task's own records after the instruction (its tool loop so far).
+    current: tuple[Record, ...] = ()
+    recall: tuple[RecallCandidate, ...] = ()
+    previous_plan: WindowPlan | None = None
+    recall_chars: int = 3_000
+
+
+# Output -------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Prompt:
+    """The provider-neutral prompt: system blocks (most stable first) and the conversation."""
+
+    system: tuple[str, ...]
+    messages: tuple[BaseMessage, ...]
+    # Index in `messages` after which the detailed window ends (a cache breakpoint), or -1.
+    window_end: int
+    report: dict
+
+    def as_messages(self) -> list[BaseMessage]:
+        return [SystemMessage(block) for block in self.system] + list(self.messages)
+
+
+def build_prompt(inputs: PromptInputs) -> Prompt:
+    policy = inputs.policy
+    notes: list[str] = []
+    completed = inputs.turn - 1
+    by_turn = {task.turn: task for task in inputs.tasks}
+
+    # Render every unfolded task at every level once; the plan picks among them.
+    window_records = [record for task in inputs.tasks for record in task.records]
+    instruction = Record(id=CURRENT_ID, previous=None, turn=inputs.turn, role="user", content=inputs.instruction)
+    rendered = _render_levels(window_records, [instruction, *inputs.current], policy)
+
+    plan = plan_window(
+        policy=policy,
+        sizes={turn: {lv: _chars(msgs) for lv, msgs in rendered.by_level[turn].items()} for turn in by_turn},
+        summarized_through=inputs.summarized_through,
+        completed=completed,
+        previous=inputs.previous_plan,
+        notes=notes,
+    )
+    detailed_turns = sorted(plan.levels)
+    digested_turns = [t for t in sorted(by_turn) if t <= plan.boundary]
+
+    # Layer 1: system.
+    system_text = inputs.system.strip()
+
+    # Layer 2: long-term memory (stable part) and the fresh part that goes to the tail.
+    stable, fresh, memory_note = select_memory(inputs.memory, inputs.instruction, policy.memory_chars)
+    if memory_note:
+        notes.append(memory_note)
+    memory_text = _memory_block(stable)
+
+    # Layer 3: rolling summary, carried note, and digests of tasks waiting to be folded.
+    digests = [_task_digest(by_turn[t], policy.tool_digest_chars) for t in digested_turns]
+    summary_text, summary_note = _summary_block(
+        inputs.summary, inputs.carried_note, digests, inputs.summarized_through, policy.summary_chars
+    )
+    if summary_note:
+        notes.append(summary_note)
+
+    # Layer 4: recent tasks in detail.
+    recent_messages = [m for t in detailed_turns for m in rendered.by_level[t][plan.levels[t]]]
+
+    # Tail: recalled old tasks and fresh memory, between the window and the current task.
+    recalled_turns, recall_text = _recall_block(inputs.recall, fresh, inputs.instruction, inputs.recall_chars)
+
+    # Layer 5: the current task: the instruction and its own tool loop so far.
+    current_messages = rendered.current
+
+    messages: list[BaseMessage] = list(recent_messages)
+    window_end = len(messages) - 1
+    if recall_text:
+        messages.append(HumanMessage(recall_text))
+    messages.extend(current_messages)
+
+    system_blocks = tuple(block for block in (system_text, memory_text, summary_text) if block)
+    layer_texts = {
+        "system": system_text,
+        "memory": memory_text,
+        "summary": summary_text,
+        "recent": _chars(recent_messages),
+        "recalled": recall_text,
+        "current": _chars(current_messages),
+    }
+    report = _report(
+        inputs=inputs,
+        layer_texts=layer_texts,
+        recent_messages=recent_messages,
+        current_messages=current_messages,
+        stable=stable,
+        fresh_shown=[m for m in fresh if m.text in recall_text],
+        plan=plan,
+        detailed_turns=detailed_turns,
+        digested_turns=digested_turns,
+        recalled_turns=recalled_turns,
+        notes=notes,
+    )
+    return Prompt(system=system_blocks, messages=tuple(messages), window_end=window_end, report=report)
+
+
+# The window plan ------------------------------------------------------------
+
+
+def batch_boundary(policy: Policy, *, completed: int, boundary: int) -> int:
+    """Where folding should have reached: the window grows from `detailed_tasks` to
+    `detailed_tasks + fold_batch - 1` tasks, then its oldest `fold_batch` fold together."""
+    boundary = min(boundary, completed)
+    pending = completed - boundary
+    if pending >= policy.detailed_tasks + policy.fold_batch:
+        boundary += policy.fold_batch * ((pending - policy.detailed_tasks) // policy.fold_batch)
+    return boundary
+
+
+def plan_window(
+    *,
+    policy: Policy,
+    sizes: Mapping[int, Mapping[str, int]],
+    summarized_through: int,
+    completed: int,
+    previous: WindowPlan | None,
+    notes: list[str] | None = None,
+) -> WindowPlan:
+    """Decide the fold boundary and each detailed task's rendering level.
+
+    `sizes[turn][level]` is the task's size at each level. Rules, in order:
+    tasks leave the window in batches of `fold_batch` once it holds
+    `detailed_tasks + fold_batch` tasks; over `detailed_chars`, tool results
+    are digested, then long messages shortened, then the oldest tasks fold
+    early. Between folds, levels only ever move toward the newest tasks: the
+    task before the newest is the one downgraded, so the front of the prompt
+    stays byte-identical and cacheable.
+    """
+    notes = notes if notes is not None else []
+    budget = policy.detailed_chars
+    boundary = batch_boundary(
+        policy, completed=completed, boundary=max(summarized_through, previous.boundary if previous else 0)
+    )
+
+    window = [t for t in range(boundary + 1, completed + 1) if t in sizes]
+    same_epoch = previous is not None and previous.boundary == boundary
+    if same_epoch:
+        levels = {t: previous.levels[t] for t in window if t in previous.levels}
+    else:
+        levels = {}
+    new_turns = [t for t in window if t not in levels]
+    for turn in new_turns:
+        levels[turn] = FULL
+
+    def total() -> int:
+        return sum(sizes[t][levels[t]] for t in levels)
+
+    if total() > budget:
+        if same_epoch:
+            # Downgrade newest-side first (the task before the newest, then back), keeping the prefix.
+            order = list(reversed(window[:-1])) + window[-1:]
+        else:
+            # A fresh epoch (after a fold): oldest tool results are the least likely to matter.
+            order = list(window)
+        for level in (TOOLS_DIGESTED, SHORTENED):
+            for turn in order:
+                if total() <= budget:
+                    break
+                if LEVELS.index(levels[turn]) < LEVELS.index(level):
+                    levels[turn] = level
+    # Fold early: the oldest tasks leave the window (never the newest: it is the freshest context).
+    while total() > budget and len(levels) > 1:
+        oldest = min(levels)
+        del levels[oldest]
+        boundary = oldest
+        notes.append(f"task {oldest} folded early: the detailed window was over {budget:,} characters")
+    if total() > budget:
+        only = next(iter(levels), None)
+        notes.append(
+            f"task {only} alone is larger than the detailed budget ({total():,} of {budget:,} characters) "
+            "even shortened"
+        )
+    return WindowPlan(boundary=boundary, levels=dict(sorted(levels.items())))
+
+
+# Rendering ---------------------------------------------------------------------
+
+
+@dataclass
+class _Rendered:
+    by_level: dict[int, dict[str, list[BaseMessage]]]
+    current: list[BaseMessage]
+
+
+def _render_levels(window: list[Record], current: list[Record], policy: Policy) -> _Rendered:
+    """Rebuild the window and the current tool loop in one pass (tool ids stay unique),
+    then render each window task at each level."""
+    rebuilt = rebuild_messages(window + current)
+    turn_of = {record.id: record.turn for record in window + current}
+    current_ids = {record.id for record in current}
+    per_turn: dict[int, list[BaseMessage]] = {}
+    current_messages: list[BaseMessage] = []
+    last_turn: int | None = None
+    in_current = False
+    for message in rebuilt.messages:
+        if message.id is not None:
+            last_turn = turn_of.get(message.id, last_turn)
+            in_current = message.id in current_ids
+        if in_current:
+            current_messages.append(message)
+        elif last_turn is not None:
+            per_turn.setdefault(last_turn, []).append(message)
+    long_cap = max(4 * policy.tool_digest_chars, 1_200)
+    by_level = {
+        turn: {
+            FULL: msgs,
+            TOOLS_DIGESTED: [_digest_tool_result(m, policy.tool_digest_chars) for m in msgs],
+            SHORTENED: [
+                _shorten_message(_digest_tool_result(m, policy.tool_digest_chars), long_cap) for m in msgs
+            ],
+        }
+        for turn, msgs in per_turn.items()
+    }
+    # The current task's own tool results are capped too: one huge result must not flood the prompt.
+    current_cap = max(policy.detailed_chars // 2, long_cap)
+    current_messages = [_shorten_message(m, current_cap) if isinstance(m, ToolMessage) else m for m in current_messages]
+    return _Rendered(by_level=by_level, current=current_messages)
+
+
+def _digest_tool_result(message: BaseMessage, limit: int) -> BaseMessage:
+    if not isinstance(message, ToolMessage) or len(_text(message)) <= limit:
+        return message
+    text = _text(message)
+    first_line = next((line.strip() for line in text.splitlines() if line.strip()), "")
+    suffix = f" … [tool result digested: {len(text):,} characters]"
+    digest = first_line[: max(limit - len(suffix), 20)] + suffix
+    return ToolMessage(digest, tool_call_id=message.tool_call_id, id=message.id, status=message.status)
+
+
+def shorten(text: str, limit: int) -> str:
+    """Keep the head and the tail of a long text, with a marker saying how much is gone."""
+    if len(text) <= limit:
+        return text
+    marker_room = 40
+    keep = max(limit - marker_room, 20)
+    head, tail = text[: keep * 2 // 3], text[-(keep // 3) :] if keep // 3 else ""
+    return f"{head}\n[… {len(text) - len(head) - len(tail):,} characters omitted …]\n{tail}"
+
+
+def _shorten_message(message: BaseMessage, limit: int) -> BaseMessage:
+    text = _text(message)
+    if len(text) <= limit:
+        return message
+    short = shorten(text, limit)
+    if isinstance(message, ToolMessage):
+        return ToolMessage(short, tool_call_id=message.tool_call_id, id=message.id, status=message.status)
+    if isinstance(message, AIMessage):
+        return AIMessage(short, tool_calls=message.tool_calls, id=message.id)
+    return HumanMessage(short, id=message.id)
+
+
+def _text(message: BaseMessage) -> str:
+    return message.content if isinstance(message.content, str) else json.dumps(message.content, ensure_ascii=False)
+
+
+def message_chars(message: BaseMessage) -> int:
+    size = len(_text(message))
+    for call in getattr(message, "tool_calls", None) or ():
+        size += len(call["name"]) + len(json.dumps(call["args"], ensure_ascii=False))
+    return size
+
+
+def _chars(messages: Sequence[BaseMessage]) -> int:
+    return sum(message_chars(m) for m in messages)
+
+
+# Memory ---------------------------------------------------------------------------
+
+
+def select_memory(
+    items: Sequence[MemoryEntry], instruction: str, budget: int
+) -> tuple[list[MemoryEntry], list[MemoryEntry], str]:
+    """Pinned first, then relevance to the instruction and recency, within `budget` characters.
+
+    Returns (stable items for layer 2, fresh items for the tail, a note). The
+    chosen items are listed in a stable order (pinned, then oldest first), so
+    when the set does not change the layer is byte-identical.
+    """
+    scores = relevance.Index([(item.id, item.text) for item in items]).score(instruction) if instruction else {}
+    newest = max((item.updated for item in items), default=0.0) or 1.0
+    ranked = sorted(
+        items,
+        key=lambda m: (not m.pinned, -(scores.get(m.id, 0.0) + 0.5 * (m.updated / newest)), m.id),
+    )
+    chosen: list[MemoryEntry] = []
+    used = 0
+    for item in ranked:
+        size = len(_memory_line(item)) + 1
+        if used + size > budget:
+            continue
+        chosen.append(item)
+        used += size
+    left_out = len(items) - len(chosen)
+    note = f"{left_out} memory item(s) did not fit in {budget:,} characters" if left_out else ""
+    in_order = sorted(chosen, key=lambda m: (not m.pinned, m.id))
+    return [m for m in in_order if not m.fresh], [m for m in in_order if m.fresh], note
+
+
+def _memory_line(item: MemoryEntry) -> str:
+    return f"- [{item.kind}] {item.text}"
+
+
+def _memory_block(items: Sequence[MemoryEntry]) -> str:
+    if not items:
+        return ""
+    lines = "\n".join(_memory_line(item) for item in items)
+    return f"{MEMORY_HEADER}\nDurable facts about the user, the company and past decisions.\n{lines}"
+
+
+# Summary and digests ----------------------------------------------------------------
+
+
+def _task_digest(task: TaskRecords, limit: int) -> str:
+    who = next((r.coworker for r in task.records if r.coworker), None)
+    label = f"Task {task.turn}" + (f" ({who})" if who else "")
+    answer = task.final_answer or "(no answer yet)"
+    return f"- {label}: {shorten(task.instruction, limit // 2)} → {shorten(answer, limit)}"
+
+
+# The summary layer's frame around the summary text (header, framing, range line, end marker).
+SUMMARY_FRAME_CHARS = len(f"{SUMMARY_HEADER}\n{SUMMARY_FRAME}\n\nTasks 1–100000:\n\n{SUMMARY_END}")
+
+
+def summary_room(policy: Policy) -> int:
+    """How long a folded summary may be so the whole layer, framed, stays within `summary_chars`."""
+    return max(policy.summary_chars - SUMMARY_FRAME_CHARS, 100)
+
+
+def _summary_block(
+    summary: str, carried: str, digests: list[str], through: int, budget: int
+) -> tuple[str, str]:
+    parts: list[str] = []
+    note = ""
+    room = budget - SUMMARY_FRAME_CHARS - sum(len(d) + 1 for d in digests) - len(carried)
+    if summary.strip():
+        body = summary.strip()
+        if len(body) > room:
+            note = f"the summary was shortened to fit {budget:,} characters beside {len(digests)} task digest(s)"
+            body = shorten(body, max(room, 200))
+        parts.append(f"Tasks 1–{through}:\n{body}" if through else body)
+    if carried.strip():
+        parts.append(f"Carried from the previous conversation:\n{carried.strip()}")
+    if digests:
+        parts.append("Not yet summarized (compact digests):\n" + "\n".join(digests))
+    if not parts:
+        return "", note
+    return f"{SUMMARY_HEADER}\n{SUMMARY_FRAME}\n\n" + "\n\n".join(parts) + f"\n{SUMMARY_END}", note
+
+
+# Recall -------------------------------------------------------------------------------
+
+
+def _recall_block(
+    candidates: Sequence[RecallCandidate], fresh: Sequence[MemoryEntry], instruction: str, budget: int
+) -> tuple[list[int], str]:
+    """Fresh memory (counted in the memory budget) and relevant old tasks within `budget`."""
+    lines: list[str] = []
+    turns: list[int] = []
+    used = 0  # characters of recalled tasks only
+    if fresh:
+        lines.append("Memory added since the summary:")
+        lines.extend(_memory_line(m) for m in fresh)
+    if budget > 0 and candidates and instruction:
+        scores = relevance.Index([(c.turn, f"{c.instruction}\n{c.answer}") for c in candidates]).score(instruction)
+        for candidate in sorted(candidates, key=lambda c: (-scores.get(c.turn, 0.0), -c.turn)):
+            if scores.get(candidate.turn, 0.0) <= 0:
+                break
+            who = f" ({candidate.coworker})" if candidate.coworker else ""
+            line = (
+                f"- Task {candidate.turn}{who}: {shorten(candidate.instruction, 300)} → "
+                f"{shorten(candidate.answer, 900)}"
+            )
+            if used + len(line) + 1 > budget:
+                continue
+            turns.append(candidate.turn)
+            lines.append(line)
+            used += len(line) + 1
+    if not lines:
+        return [], ""
+    turns.sort()
+    return turns, f"{RECALL_HEADER} (older tasks that bear on this instruction; for reference only)\n" + "\n".join(lines)
+
+
+# The report ---------------------------------------------------------------------------
+
+
+def _layer(text_or_chars: str | int, **extra: Any) -> dict:
+    if isinstance(text_or_chars, int):
+        chars, tokens = text_or_chars, None
+    else:
+        chars, tokens = len(text_or_chars), estimate_tokens(text_or_chars)
+    layer = {"chars": chars, "tokens": tokens, **extra}
+    return layer
+
+
+def _report(
+    *,
+    inputs: PromptInputs,
+    layer_texts: dict,
+    recent_messages: list[BaseMessage],
+    current_messages: list[BaseMessage],
+    stable: list[MemoryEntry],
+    fresh_shown: list[MemoryEntry],
+    plan: WindowPlan,
+    detailed_turns: list[int],
+    digested_turns: list[int],
+    recalled_turns: list[int],
+    notes: list[str],
+) -> dict:
+    policy = inputs.policy
+
+    def message_tokens(messages: list[BaseMessage]) -> int:
+        return sum(estimate_tokens(_text(m)) for m in messages)
+
+    layers = {
+        "system": _layer(layer_texts["system"]),
+        "memory": _layer(layer_texts["memory"], items=[m.id for m in stable], budget=policy.memory_chars),
+        "summary": _layer(
+            layer_texts["summary"],
+            budget=policy.summary_chars,
+            summarized_through=inputs.summarized_through,
+            digested_tasks=digested_turns,
+        ),
+        "recent": {
+            "chars": layer_texts["recent"],
+            "tokens": message_tokens(recent_messages),
+            "budget": policy.detailed_chars,
+            "tasks": detailed_turns,
+            "levels": {str(t): plan.levels[t] for t in detailed_turns},
+        },
+        "recalled": _layer(
+            layer_texts["recalled"],
+            budget=inputs.recall_chars,
+            tasks=recalled_turns,
+            memory_items=[m.id for m in fresh_shown],
+        ),
+        "current": {"chars": layer_texts["current"], "tokens": message_tokens(current_messages)},
+    }
+    total_chars = sum(layer["chars"] for layer in layers.values())
+    return {
+        "turn": inputs.turn,
+        "layers": layers,
+        "detailed_tasks": detailed_turns,
+        "digested_tasks": digested_turns,
+        "summarized_through": inputs.summarized_through,
+        "recalled_tasks": recalled_turns,
+        "fold_through": plan.boundary,
+        "total_chars": total_chars,
+        "estimated_tokens": sum(layer["tokens"] or 0 for layer in layers.values()),
+        "plan": plan.to_json(),
+        "notes": notes,
+    }

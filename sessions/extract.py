@@ -1,0 +1,330 @@
+"""Rule-based long-term memory (offline mode): candidate facts from a task, and ADD/UPDATE/DELETE/NOOP decisions.
+Pure: imports only the standard library and sessions.history/relevance/summarize (no Django, no ORM, no I/O).
+
+Candidates come only from what the user said and from assistant sentences
+that state a decision; tool results and summaries are never a source.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from sessions.history import TaskRecords
+from sessions.relevance import similarity, split_sentences, stem, strip_chatter, tokens
+from sessions.summarize import DECISION, MONTHS, NOT_DECIDED, PAST, QUESTION
+
+KINDS = ("preference", "company", "project", "rule", "decision")
+NEAR_IDENTICAL = 0.8  # at or above: the fact is already known
+SAME_SUBJECT = 0.8  # share of the shorter subject the other one must hold for a changed value to be an update
+REVERSAL = 0.5  # similarity above which an opposite statement replaces the old one
+FORGET_MATCH = 0.6  # share of the words of a forget request an item must hold to be deleted
+
+
+@dataclass(frozen=True)
+class Candidate:
+    text: str
+    kind: str
+
+
+@dataclass(frozen=True)
+class Existing:
+    id: int
+    text: str
+    kind: str
+
+
+@dataclass(frozen=True)
+class Decision:
+    action: str  # "add" | "update" | "delete" | "noop"
+    candidate: Candidate | None
+    item_id: int | None
+    text: str
+    reason: str  # for the audit log: why, in words a person can check
+
+
+_REMEMBER = re.compile(
+    r"^(?:please\s+)?(?:remember|note|keep in mind)(?:\s+(?:that|to))?[\s,:]+(.+)$"
+    r"|^請?(?:記住|記得|記下來?)[：:，,\s]*(.+)$",
+    re.I,
+)
+_FORGET = re.compile(
+    r"^(?:please\s+)?(?:forget|stop remembering|don't remember|remove from memory)(?:\s+(?:that|about))?[\s,:]+(.+)$"
+    r"|^請?(?:忘記|忘掉|不用記住?|不要記住?)[：:，,\s]*(.+)$",
+    re.I,
+)
+_NO_LONGER = re.compile(r"\s*(?:\bno longer\b|不再)\s*", re.I)
+_PREFERENCE = re.compile(
+    r"^(?:i (?:prefer|like|love|hate|dislike|don't like|do not like|'d rather|would rather)\b"
+    r"|(?:please\s+)?(?:always|never|from now on)\b|(?:please\s+)?(?:don't|do not)\b|call me\b|my name is\b"
+    r"|我(?:比較)?(?:偏好|喜歡|不喜歡|討厭)|請?(?:不要|別|總是|一律|永遠|以後)|請?叫我)",
+    re.I,
+)
+# "Don't send it yet" is a one-off instruction, not a lasting preference.
+_ONE_OFF = re.compile(r"\b(?:it|this|that|these|those|yet|now|today)\b|這|那|它|先|今天", re.I)
+_COMPANY = re.compile(
+    r"\b(?:our (?:company|business|startup|customers|clients|users|target|mission|product|brand)"
+    r"|(?:we are|we're) an?\b|target customers? (?:is|are)|company is"
+    r"|is an? (?:[\w-]+ ){0,4}(?:company|startup|agency|business|firm|studio|brand|platform)\b)"
+    r"|我們(?:公司|的客戶|的目標客戶|是一家)|公司(?:是|名)|目標客(?:戶|群)",
+    re.I,
+)
+_PROJECT = re.compile(
+    r"\b(?:launch\w*|deadline|due|budget|pric\w*|costs?|release\w*|ship\w*|milestone|kickoff|demo|go-live|plan)\b"
+    r"|上線|發佈|發布|截止|預算|價格|定價|里程碑|方案",
+    re.I,
+)
+_STATEMENT = re.compile(
+    r"\b(?:is|are|was|will be|costs?|falls on|starts?|ends?|due|moved to|set (?:to|for)|scheduled for)\b|[:：]"
+    r"|是|為|在|訂在|定在|改到|截止",
+    re.I,
+)
+_VALUES = (
+    ("money", re.compile(
+        r"[$€£¥]\s?\d[\d,]*(?:\.\d+)?|\d[\d,]*(?:\.\d+)?\s?(?:美元|元|塊|dollars?\b|usd\b|euros?\b)", re.I
+    )),
+    ("percent", re.compile(r"\d+(?:\.\d+)?\s?%|百分之[\d一二三四五六七八九十百]+")),
+    ("date", re.compile(
+        rf"\b\d{{4}}-\d{{1,2}}-\d{{1,2}}\b|\b(?:{MONTHS})\.?\s+\d{{1,2}}(?:st|nd|rd|th)?\b"
+        rf"|\b\d{{1,2}}(?:st|nd|rd|th)?\s+(?:of\s+)?(?:{MONTHS})\b|\d{{1,2}}\s*月\s*\d{{1,2}}\s*[日號]"
+        r"|\b(?:mon|tues|wednes|thurs|fri|satur|sun)day\b|星期[一二三四五六日天]|週[一二三四五六日]",
+        re.I,
+    )),
+    ("number", re.compile(r"\d[\d,]*(?:\.\d+)?")),
+)
+# Words that say what happens to a fact, not what it is about.
+_GENERIC = frozenset(
+    stem(w) for w in "decide decided agree agreed change changed set go use switch move update now new instead "
+    "actually remember forget user prefer preference want really".split()
+)
+# Concepts a value stands for, so "forget the launch date" finds "the launch is on May 4".
+_CONCEPTS = {"pric": "<price>", "dat": "<date>", "deadlin": "<date>", "日期": "<date>", "價格": "<price>",
+             "定價": "<price>"}
+_NEGATION = re.compile(r"\b(?:not|no|never|dislike|hate|stop)\b|n't\b|不|別|沒|停止", re.I)
+_CJK_END = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]$")
+
+
+def _values(text: str) -> tuple[dict[str, list[tuple[str, str]]], str]:
+    """Values by kind as (normalized, as written), and the text with them masked out."""
+    found: dict[str, list[tuple[str, str]]] = {}
+    for kind, pattern in _VALUES:
+        for match in pattern.finditer(text):
+            raw = match.group()
+            norm = re.sub(r"[\s,.]|(?<=\d)(?:st|nd|rd|th)\b|\bof\b", "", raw.lower())
+            if kind == "money":
+                digits = re.sub(r"[^\d.]", "", raw).strip(".")
+                norm = f"{float(digits or 0):g}"  # $29.00 and 29 美元 are one price
+            found.setdefault(kind, []).append((norm, raw))
+        text = pattern.sub(" ", text)
+    return found, text
+
+
+def _subject(text: str) -> set[str]:
+    """What a fact is about: its words without values and generic verbs, plus the concepts of its values."""
+    values, rest = _values(text)
+    words = {_CONCEPTS.get(t, t) for t in tokens(rest)} - _GENERIC
+    words |= {"<price>" for _ in values.get("money", ())} | {"<date>" for _ in values.get("date", ())}
+    return words
+
+
+_KEEP_VERBS = frozenset("can could will would should might must may did was had made chose went got said sent wrote".split())
+
+
+def _third_person(verb: str) -> str:
+    if verb in _KEEP_VERBS or verb.endswith("ed"):
+        return verb  # past tense and modals read the same after "The user"
+    if verb == "have":
+        return "has"
+    if verb.endswith(("s", "sh", "ch", "x", "o")):
+        return verb + "es"
+    if verb.endswith("y") and verb[-2:-1] not in "aeiou":
+        return verb[:-1] + "ies"
+    return verb + "s"
+
+
+_PHRASING: tuple[tuple[str, Any], ...] = (
+    (r"^let'?s (?:change|set|move|switch|update|make) (.+?) to (.+)$", lambda m: f"{m[1]} is {m[2]}"),
+    (r"^let'?s go with\b", "We decided to go with"),
+)
+# Only for the user's own words: in an assistant's sentence "I" is the coworker.
+_FIRST_PERSON: tuple[tuple[str, Any], ...] = (
+    (r"^(?:i am|i'm)\b", "The user is"),
+    (r"^(?:i'd|i would) rather\b", "The user would rather"),
+    (r"^i (?:don't|do not)\b", "The user doesn't"),
+    (r"^i (\w+)", lambda m: f"The user {_third_person(m[1].lower())}"),
+    (r"^call me\b", "The user wants to be called"),
+    (r"^my name is\b", "The user's name is"),
+    (r"(?<=\s)I (?:don't|do not)\b", "the user doesn't"),
+    (r"(?<=\s)I (\w+)", lambda m: f"the user {_third_person(m[1].lower())}"),
+    (r"\bmy\b", "the user's"),
+    (r"\bme\b", "the user"),
+    (r"^(?:we are|we're)\b", "The company is"),
+    (r"^請?叫我", "使用者希望被稱為"),
+    (r"^我們的", ""),
+    (r"^我們公司", "公司"),
+    (r"^我(?!們)", "使用者"),
+)
+
+
+def _normalize(text: str, kind: str, *, by_user: bool = True) -> str:
+    """A short standalone sentence in the original language: "I prefer X" -> "The user prefers X."."""
+    text = text.strip().rstrip(" .。!！")
+    for pattern, replacement in _PHRASING + (_FIRST_PERSON if by_user else ()):
+        text = re.sub(pattern, replacement, text, flags=re.I)
+    if kind in ("company", "project"):
+        text = re.sub(r"^our\b", "The", text, flags=re.I)
+        text = re.sub(r"\bour\b", "the", text, flags=re.I)
+    text = text.strip()
+    if not text:
+        return ""
+    text = text[0].upper() + text[1:]
+    return text + ("。" if _CJK_END.search(text) else ".")
+
+
+def _kind(text: str, *, remembered: bool) -> str | None:
+    if _PREFERENCE.match(text) and not (re.match(r"(?:please\s+)?(?:don't|do not)|請?(?:不要|別)", text, re.I)
+                                       and _ONE_OFF.search(text)):
+        # A remembered imperative ("remember: never cc sales") is a working rule.
+        if remembered and re.match(r"(?:please\s+)?(?:always|never|don't|do not|from now on)\b", text, re.I):
+            return "rule"
+        return "preference"
+    if DECISION.search(text) and not NOT_DECIDED.search(text):
+        return "decision"
+    first_word = text.split(" ", 1)[0].lower()
+    imperative = first_word in PAST or first_word in ("please", "can", "could", "would", "let's", "lets")
+    if _COMPANY.search(text) and not imperative:
+        return "company"
+    if _values(text)[0] and _PROJECT.search(text) and _STATEMENT.search(text) and not imperative:
+        return "project"
+    return "rule" if remembered else None
+
+
+def _from_user(text: str) -> Candidate | None:
+    if _FORGET.match(text) or _NO_LONGER.search(text):
+        return None  # a forget request, handled by forget_requests
+    remembered = _REMEMBER.match(text)
+    body = (remembered.group(1) or remembered.group(2)) if remembered else text
+    kind = _kind(body, remembered=bool(remembered))
+    return Candidate(_normalize(body, kind), kind) if kind else None
+
+
+# An assistant's "I chose a warm tone" is its own work, not a decision to remember.
+_SHARED = re.compile(r"\b(?:we|we've|we'll|let's|agreed|approved|decision)\b|我們|決定|同意", re.I)
+# Nor is "I put the price we agreed into the copy": a report of its own work that mentions a decision.
+_OWN_WORK = re.compile(r"^(?:i|i've|i have|i'd|我)\b|^我", re.I)
+
+
+def extract_candidates(task: TaskRecords) -> list[Candidate]:
+    """Facts worth remembering from the user's words and the assistants' stated decisions, in order."""
+    out: list[Candidate] = []
+    for record in task.records:
+        if record.role not in ("user", "assistant"):
+            continue  # tool results and notices are never a source
+        for sentence in split_sentences(record.content):
+            text = strip_chatter(sentence)
+            if not text or QUESTION.search(text):
+                continue
+            if record.role == "user":
+                candidate = _from_user(text)
+            elif (
+                DECISION.search(text)
+                and _SHARED.search(text)
+                and not NOT_DECIDED.search(text)
+                and not _OWN_WORK.search(text)
+            ):
+                candidate = Candidate(_normalize(text, "decision", by_user=False), "decision")
+            else:
+                candidate = None
+            if candidate and candidate.text and all(similarity(candidate.text, c.text) < NEAR_IDENTICAL for c in out):
+                out.append(candidate)
+    return out
+
+
+def most_similar(text: str, items: Sequence[Existing], k: int = 5) -> list[Existing]:
+    """The k items most similar to text (relevance.similarity), ties in the given order: what decide expects."""
+    scored = sorted(enumerate(items), key=lambda pair: (-similarity(text, pair[1].text), pair[0]))
+    return [item for _, item in scored[:k]]
+
+
+def _conflict(candidate: str, existing: str) -> tuple[str, str, str] | None:
+    """(kind, old value, new value) when both state a value of one kind about the same subject and differ."""
+    new_values, _ = _values(candidate)
+    old_values, _ = _values(existing)
+    new_subject = {w for w in _subject(candidate) if not w.startswith("<")}
+    old_subject = {w for w in _subject(existing) if not w.startswith("<")}
+    if new_subject and old_subject:
+        shared = len(new_subject & old_subject) / min(len(new_subject), len(old_subject))
+        if shared < SAME_SUBJECT:
+            return None
+    for kind, _ in _VALUES:
+        new, old = new_values.get(kind), old_values.get(kind)
+        if new and old and {n for n, _ in new} != {n for n, _ in old}:
+            return kind, old[0][1], new[0][1]
+    return None
+
+
+def decide(candidate: Candidate, similar: Sequence[Existing]) -> Decision:
+    """ADD, UPDATE or NOOP for one candidate against the most similar stored items (mem0-style)."""
+    scored = sorted(
+        ((similarity(candidate.text, item.text), i, item) for i, item in enumerate(similar)),
+        key=lambda entry: (-entry[0], entry[1]),
+    )
+    negative = bool(_NEGATION.search(candidate.text))
+    changes = [(score, item, _conflict(candidate.text, item.text)) for score, _, item in scored]
+    # An item that already says this, value and polarity alike, wins over any item it would change.
+    for score, item, conflict in changes:
+        if score >= NEAR_IDENTICAL and not conflict and bool(_NEGATION.search(item.text)) == negative:
+            return Decision("noop", candidate, item.id, candidate.text,
+                            f"already known as item {item.id} (similarity {score:.2f}): “{item.text}”")
+    for score, item, conflict in changes:
+        if conflict:
+            kind, old, new = conflict
+            text = candidate.text
+            # "Change the price to $39" keeps the old item's subject ("the Team plan costs $39/month").
+            if _subject(candidate.text) < _subject(item.text) and len(_values(item.text)[0][kind]) == 1:
+                text = item.text.replace(old, new, 1)
+            return Decision("update", candidate, item.id, text,
+                            f"changes the {kind} of item {item.id} from {old} to {new}: “{item.text}”")
+        if bool(_NEGATION.search(item.text)) != negative and item.kind == candidate.kind and score >= REVERSAL:
+            return Decision("update", candidate, item.id, candidate.text,
+                            f"reverses item {item.id} (similarity {score:.2f}): “{item.text}”")
+    closest = "nothing similar is stored"
+    if scored:
+        closest = f"closest is item {scored[0][2].id} at similarity {scored[0][0]:.2f}"
+    return Decision("add", candidate, None, candidate.text, f"new {candidate.kind}; {closest}")
+
+
+def forget_requests(task: TaskRecords) -> list[str]:
+    """What the user asked to forget in this task: "forget the launch date" -> "the launch date"."""
+    out: list[str] = []
+    for record in task.records:
+        if record.role != "user":
+            continue
+        for sentence in split_sentences(record.content):
+            text = strip_chatter(sentence).rstrip(" .。!！")
+            if match := _FORGET.match(text):
+                out.append((match.group(1) or match.group(2)).strip())
+            elif _NO_LONGER.search(text):
+                # "I no longer like emojis" asks to forget "I like emojis".
+                out.append(_NO_LONGER.sub(" ", text).strip())
+    return [text for text in out if text]
+
+
+def match_forget(text: str, similar: Sequence[Existing]) -> Decision:
+    """DELETE the stored item that best matches a forget request, or NOOP saying why none does."""
+    wanted = _subject(_normalize(text, "rule"))
+    if not wanted:
+        return Decision("noop", None, None, text, f"“{text}” names nothing to forget")
+    best: tuple[float, float, Existing] | None = None
+    for item in similar:
+        cover = len(wanted & _subject(item.text)) / len(wanted)
+        score = (cover, similarity(text, item.text), item)
+        if best is None or score[:2] > best[:2]:
+            best = score
+    if best and best[0] >= FORGET_MATCH:
+        return Decision("delete", None, best[2].id, best[2].text,
+                        f"the user asked to forget “{text}”; item {best[2].id} matches {best[0]:.0%}")
+    near = f" (best: item {best[2].id} at {best[0]:.0%})" if best else ""
+    return Decision("noop", None, None, text, f"nothing stored matches “{text}” closely enough{near}")

@@ -1,0 +1,127 @@
+"""Long-term memory: extracting durable facts after each task, and remembering or forgetting on request.
+
+Candidates come from what the user said and what was decided in one task,
+never from summaries. Each is compared with the most similar existing items
+(ADD, UPDATE, DELETE or NOOP) and every decision is written to the audit log.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+
+from django.db import transaction
+from django.utils import timezone
+from langchain_core.messages import HumanMessage
+
+from coworkers.providers import CompletionRequest, Provider, ProviderError, get_provider
+
+from . import extract, history, relevance
+from .models import MemoryEvent, MemoryItem, Message, Task
+from .prompts import answering_coworker, resolve_policy
+from .services import record_from_row
+
+log = logging.getLogger(__name__)
+
+SIMILAR_ITEMS = 5
+EXTRACTOR = "memory extractor"
+
+EXTRACT_INSTRUCTIONS = """From this task of a work conversation, list the durable facts worth remembering
+for weeks: the user's stated preferences, facts about the company and its customers, project facts
+(prices, dates, deadlines, names) and decisions that were made. Only what the user said or what was
+decided; no small talk, no tool output, nothing temporary. Each fact one short standalone sentence.
+Reply with JSON only: [{"text": "...", "kind": "preference|company|project|rule|decision"}]"""
+
+
+def extract_memory(*, task_id: int, provider: Provider | None = None) -> list[MemoryEvent]:
+    """Extract memory from one finished task. Idempotent: a task is extracted once."""
+    task = Task.objects.select_related("session__channel__office").filter(pk=task_id).first()
+    if task is None or task.memory_extracted_at is not None:
+        return []
+    rows = Message.objects.filter(session=task.session, turn=task.turn).order_by("position")
+    records = history.TaskRecords(turn=task.turn, records=tuple(record_from_row(row) for row in rows))
+    if not records.records:
+        return []
+    channel = task.session.channel
+    provider = provider or get_provider()
+    policy = resolve_policy(channel, answering_coworker(channel, task.session))
+    completion = provider.complete(
+        CompletionRequest(
+            purpose="extract",
+            system=(EXTRACT_INSTRUCTIONS,),
+            messages=(HumanMessage(_task_text(records)),),
+            model=policy.summary_model,
+            max_output_tokens=1024,
+            payload={"task": records},
+        )
+    )
+    candidates = parse_candidates(completion.text)
+    existing = list(MemoryItem.objects.filter(office_id=channel.office_id, active=True).order_by("-updated_at")[:500])
+    known = [extract.Existing(id=item.pk, text=item.text, kind=item.kind) for item in existing]
+    decisions = [extract.decide(c, most_similar(c.text, known)) for c in candidates]
+    decisions += [extract.match_forget(text, most_similar(text, known)) for text in extract.forget_requests(records)]
+
+    with transaction.atomic():
+        claimed = Task.objects.filter(pk=task.pk, memory_extracted_at__isnull=True).update(
+            memory_extracted_at=timezone.now()
+        )
+        if not claimed:
+            return []  # another delivery of this job did it
+        return [apply_decision(decision, office_id=channel.office_id, task=task, actor=EXTRACTOR) for decision in decisions]
+
+
+def parse_candidates(text: str) -> list[extract.Candidate]:
+    """The extractor's JSON answer; anything else is a failed call worth retrying."""
+    start, end = text.find("["), text.rfind("]")
+    try:
+        items = json.loads(text[start : end + 1]) if start != -1 and end > start else None
+    except json.JSONDecodeError:
+        items = None
+    if not isinstance(items, list):
+        raise ProviderError("The memory extractor did not answer with a list of facts.", retryable=True)
+    return [
+        extract.Candidate(text=str(item["text"]).strip(), kind=item.get("kind") if item.get("kind") in extract.KINDS else "project")
+        for item in items
+        if isinstance(item, dict) and str(item.get("text", "")).strip()
+    ]
+
+
+def most_similar(text: str, items: list[extract.Existing]) -> list[extract.Existing]:
+    ranked = sorted(items, key=lambda item: -relevance.similarity(text, item.text))
+    return ranked[:SIMILAR_ITEMS]
+
+
+def apply_decision(decision: extract.Decision, *, office_id: int, task: Task | None, actor: str) -> MemoryEvent:
+    item = MemoryItem.objects.filter(pk=decision.item_id, office_id=office_id).first() if decision.item_id else None
+    before = item.text if item else ""
+    if decision.action == "add":
+        item = MemoryItem.objects.create(
+            office_id=office_id, text=decision.text, kind=decision.candidate.kind, source_task=task
+        )
+    elif decision.action == "update" and item:
+        item.text = decision.text
+        item.source_task = task
+        item.save(update_fields=["text", "source_task", "updated_at"])
+    elif decision.action == "delete" and item:
+        item.active = False
+        item.save(update_fields=["active", "updated_at"])
+    return MemoryEvent.objects.create(
+        office_id=office_id,
+        item=item,
+        action=decision.action,
+        before=before,
+        after=item.text if item and decision.action in ("add", "update") else "",
+        reason=decision.reason,
+        source_task=task,
+        actor=actor,
+    )
+
+
+def _task_text(task: history.TaskRecords) -> str:
+    lines = []
+    for record in task.records:
+        if record.role == "user":
+            lines.append(f"User: {record.content}")
+        elif record.role == "assistant" and record.content.strip():
+            lines.append(f"{record.coworker or 'Coworker'}: {record.content}")
+    return "\n".join(lines)

@@ -1,0 +1,227 @@
+"""Lexical relevance: tokens, sentences, chatter, a BM25 index and a similarity for short facts.
+Pure: imports only the standard library (no Django, no ORM, no I/O, no model calls).
+
+Shared by memory selection, recall, history search, the extractive summary and
+the offline responder, so all of them agree on what "the same words" means.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+from collections.abc import Hashable, Iterable, Sequence
+from typing import Generic, TypeVar
+
+K = TypeVar("K", bound=Hashable)
+
+# Small on purpose: every word here becomes unsearchable. Negations and "may"
+# (the month) stay searchable.
+STOPWORDS = frozenset(
+    """a an the and or but if then so of to in on at by for with about as from into over per
+    is are was were be been being am do does did have has had having i me my mine we us our ours
+    you your yours he him his she her it its they them their this that these those what which who
+    whom whose when where why how can could would should will shall might must let's lets please
+    just also too very really there here i'm i'll i've i'd we're we'll we've you're you'll it's
+    that's there's what's all any some more most such only own same than up out again once
+    get got make sure ok okay""".split()
+)
+# Single CJK characters that carry no topic; bigrams containing them still count.
+CJK_STOPCHARS = frozenset("的了是在我你他她它們和與及也就都而之這那有個嗎呢吧啊呀喔哦很要會把被給讓說著過為以對從到還又或")
+# Kept tiny and predictable: words that mean the same thing in this app's talk.
+SYNONYMS = {"cost": "pric", "fee": "pric"}
+
+_CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af"
+_TOKEN = re.compile(
+    r"(?P<num>[$€£¥]?\d+(?:[.,:/-]\d+)*%?)"
+    rf"|(?P<cjk>[{_CJK}]+)"
+    r"|(?P<word>[a-z\u00c0-\u024f][a-z0-9\u00c0-\u024f]*(?:'[a-z]+)?)"
+)
+_DOUBLE = re.compile(r"([bdfgkmnprt])\1$")
+
+
+def stem(word: str) -> str:
+    """A light, predictable English stemmer: agree/agreed/agrees/agreeing all give "agre"."""
+    if any(ch.isdigit() for ch in word) or len(word) <= 3:
+        return word
+    if word.endswith("'s"):
+        word = word[:-2]
+    if word.endswith("ies") and len(word) > 4:
+        word = word[:-3] + "y"
+    elif word.endswith("ied") and len(word) > 4:
+        word = word[:-3] + "y"
+    elif word.endswith("sses"):
+        word = word[:-2]
+    elif word.endswith("s") and not word.endswith(("ss", "us", "is")):
+        word = word[:-1]
+    for suffix in ("ing", "ed"):
+        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
+            word = word[: -len(suffix)]
+            word = _DOUBLE.sub(r"\1", word)  # planned -> plann -> plan
+            break
+    # Dropping final "e"s makes price/priced/pricing meet at "pric", agree/agreed at "agr".
+    while word.endswith("e") and len(word) > 3:
+        word = word[:-1]
+    return SYNONYMS.get(word, word)
+
+
+def tokens(text: str) -> list[str]:
+    """Lowercased, stemmed words without stopwords; numbers and prices whole; CJK as chars and bigrams.
+
+    CJK runs give their single characters (minus CJK_STOPCHARS) as well as
+    overlapping bigrams: bigrams alone would never let "價格" find "定價".
+    """
+    text = text.lower().replace("\u2019", "'")
+    out: list[str] = []
+    for match in _TOKEN.finditer(text):
+        if match.group("num"):
+            out.append(match.group("num"))
+        elif run := match.group("cjk"):
+            if len(run) == 1:
+                out.append(run)
+                continue
+            for i, char in enumerate(run):
+                if char not in CJK_STOPCHARS:
+                    out.append(char)
+                if i + 1 < len(run):
+                    out.append(run[i : i + 2])
+        else:
+            word = match.group("word")
+            if word not in STOPWORDS:
+                out.append(stem(word))
+    return out
+
+
+def similarity(a: str, b: str) -> float:
+    """Cosine of token counts, in [0, 1]; 0.0 when either side has no tokens."""
+    ca, cb = Counter(tokens(a)), Counter(tokens(b))
+    if not ca or not cb:
+        return 0.0
+    dot = sum(n * cb[t] for t, n in ca.items())
+    norm = math.sqrt(sum(n * n for n in ca.values())) * math.sqrt(sum(n * n for n in cb.values()))
+    return min(1.0, dot / norm)
+
+
+class Index(Generic[K]):
+    """BM25 (k1=1.2, b=0.75) over (key, text) documents, built once and queried many times.
+
+    Keys should be unique; a repeated key counts as another document and
+    scores as its best one. Ties are broken by a key's first position, so the
+    same input always gives the same order.
+    """
+
+    def __init__(self, documents: Iterable[tuple[K, str]], *, k1: float = 1.2, b: float = 0.75) -> None:
+        self.k1, self.b = k1, b
+        self._docs: list[tuple[K, Counter[str], int]] = []
+        self._position: dict[K, int] = {}
+        df: Counter[str] = Counter()
+        for key, text in documents:
+            counts = Counter(tokens(text))
+            self._docs.append((key, counts, sum(counts.values())))
+            self._position.setdefault(key, len(self._position))
+            df.update(counts.keys())
+        n = len(self._docs)
+        self._avg_len = (sum(length for _, _, length in self._docs) / n) if n else 0.0
+        # Lucene's idf: never negative, so a very common term still helps a little.
+        self._idf = {term: math.log(1 + (n - d + 0.5) / (d + 0.5)) for term, d in df.items()}
+
+    def __len__(self) -> int:
+        return len(self._docs)
+
+    def score(self, query: str) -> dict[K, float]:
+        """Keys of the documents sharing at least one query term, with their BM25 score (> 0)."""
+        terms = [t for t in dict.fromkeys(tokens(query)) if t in self._idf]
+        scores: dict[K, float] = {}
+        if not terms or not self._avg_len:
+            return scores
+        for key, counts, length in self._docs:
+            total = 0.0
+            for term in terms:
+                tf = counts.get(term, 0)
+                if tf:
+                    norm = self.k1 * (1 - self.b + self.b * length / self._avg_len)
+                    total += self._idf[term] * tf * (self.k1 + 1) / (tf + norm)
+            if total > 0 and total > scores.get(key, 0.0):
+                scores[key] = total
+        return scores
+
+    def top(self, query: str, k: int = 5, *, min_score: float = 0.0) -> list[tuple[K, float]]:
+        """The best k documents scoring at least min_score: by score, then by key order."""
+        scored = [(key, s) for key, s in self.score(query).items() if s >= min_score]
+        scored.sort(key=lambda item: (-item[1], self._position[item[0]]))
+        return scored[: max(k, 0)]
+
+
+# Sentences -------------------------------------------------------------------
+
+_FENCE = re.compile(r"```.*?(?:```|\Z)", re.S)
+_MARKER = re.compile(r"^\s*(?:#{1,6}\s+|>\s*|[-*•+]\s+|\d{1,3}[.)]\s+)+")
+_BOUNDARY = re.compile(r"[.!?]+[\"'”’)\]]*(?=\s)|[。！？]+[」』”’）)]*")
+
+
+def split_sentences(text: str) -> list[str]:
+    """Sentences of prose or markdown: code blocks, table rows and list markers are left out.
+
+    English ends at .!? followed by a space ("$29.50" stays whole), Chinese at
+    。！？; every line break also ends a sentence (list items are sentences).
+    """
+    out: list[str] = []
+    for line in _FENCE.sub("\n", text).splitlines():
+        line = _MARKER.sub("", line).replace("**", "").replace("__", "").strip()
+        if not line or line.startswith("|") or set(line) <= set("-=*_ "):
+            continue
+        start = 0
+        for match in _BOUNDARY.finditer(line):
+            piece = line[start : match.end()].strip()
+            if piece:
+                out.append(piece)
+            start = match.end()
+        if rest := line[start:].strip():
+            out.append(rest)
+    return out
+
+
+_LEAD = re.compile(
+    r"^(?:(?:hi|hello|hey|dear|thanks|thank you(?: so much| very much)?|thx)(?:\s+[a-z]+)?"
+    r"|sure(?: thing)?|ok(?:ay)?|great|perfect|cool|awesome|nice|got it|sounds good|of course|certainly"
+    r"|absolutely|alright|all right|yes|yep|yeah|good (?:morning|afternoon|evening)"
+    r"|好的|好啊|好|謝謝(?:你|您)?|感謝|沒問題|收到|了解|瞭解|當然|你好|您好|嗨|哈囉|是的)"
+    r"(?:\s*[,.!~;:，。！、～]+\s*|\s*$)",
+    re.I,
+)
+# Connectives that open a sentence without adding to it ("Also, should we…").
+_CONNECTIVE = re.compile(r"^(?:also|and|so|plus|btw|by the way|oh|然後|另外|還有|順便)(?:\s*[,，]\s*|\s+)", re.I)
+_WHOLE = re.compile(
+    r"^(?:here you go|here it is|hope (?:this|that) helps|let me know|happy to help|glad to help"
+    r"|feel free|no problem|anytime|you're welcome|my pleasure|(?:thanks|thank you)\b.*\bfor\b"
+    r"|不客氣|希望(?:這|對你|對您)?(?:有所)?(?:有)?幫助|如果?有(?:任何)?(?:問題|需要)|很高興)"
+    r"|^(?:here(?:'s| is| are)|以下是).*[:：]$",
+    re.I,
+)
+
+
+def strip_chatter(sentence: str) -> str:
+    """The sentence without leading pleasantries, or "" when nothing but chatter is left.
+
+    "Thanks, we decided on $29." keeps "we decided on $29."; "Sure, here you go!" is chatter.
+    """
+    text = original = sentence.strip().replace("\u2019", "'")
+    while (match := _LEAD.match(text) or _CONNECTIVE.match(text)) and match.end() > 0:
+        text = text[match.end() :].lstrip()
+    if not text or _WHOLE.match(text) or not tokens(text):
+        return ""
+    return text[0].upper() + text[1:] if text != original else text
+
+
+def shorten(text: str, limit: int) -> str:
+    """At most `limit` characters: the head kept, cut at a word boundary when one is near, then "…"."""
+    if len(text) <= limit:
+        return text
+    if limit <= 1:
+        return "…"[:limit]
+    head = text[: limit - 1]
+    space = head.rfind(" ")
+    if space >= limit * 2 // 3:
+        head = head[:space]
+    return head.rstrip(" ,;:-–—、，…") + "…"
+

@@ -1,0 +1,368 @@
+"""The extractive rolling summary (offline mode): folds tasks into the previous summary within a budget.
+Pure: imports only the standard library, sessions.history and sessions.relevance (no Django, no ORM, no I/O).
+
+The summary is markdown with fixed sections; every bullet names its task, so
+the text can be parsed back and updated at the next fold instead of rewritten.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+
+from sessions.history import TaskRecords
+from sessions.relevance import shorten, similarity, split_sentences, strip_chatter, tokens
+
+SECTIONS = ("Decisions", "Facts and numbers", "Commitments and next steps", "Open questions", "Topics covered")
+DECISIONS, FACTS, COMMITMENTS, QUESTIONS, TOPICS = SECTIONS
+SHORT_CHARS = 80  # what an old bullet keeps when the budget is tight
+SENTENCE_CHARS = 240  # no single bullet is longer than this
+SAME = 0.8  # two bullets at least this similar say the same thing; the newer wording wins
+# A drafted email is full of dates and numbers; a few per task keep one long answer from crowding out the rest.
+PER_TASK = {FACTS: 5, COMMITMENTS: 4}
+
+MONTHS = (
+    r"jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?"
+    r"|sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?"
+)
+DECISION = re.compile(
+    r"\b(?:decided|agreed|approved|chose|chosen|settled on|signed off|finali[sz]ed|go(?:ing)? with|decision\s*:"
+    r"|let'?s (?:go with|use|change|switch|set|make|move|pick|keep|stick with|price))\b"
+    r"|決定|同意|確定|選擇|選定|拍板|定案|就用",
+    re.I,
+)
+NOT_DECIDED = re.compile(
+    r"(?:\bnot\b|n't\b|\bnever\b|\byet to\b).{0,20}\b(?:decid|agree|approv|cho)|undecided|不確定|還沒|尚未|未決|沒有決定|待定|不同意",
+    re.I,
+)
+COMMITMENT = re.compile(
+    r"\b(?:i'll|i will|i shall|we'll|we will|we shall|i'm going to|i am going to|we're going to|we are going to"
+    r"|next steps?|action items?|to-?do|follow[- ]up|due|deadline|owner\s*:"
+    rf"|by (?:monday|tuesday|wednesday|thursday|friday|saturday|sunday|tomorrow|tonight|eod|eow|end of|next"
+    rf"|the end|{MONTHS}|\d+))\b"
+    r"|負責|下一步|會在|之前完成|截止|待辦|我會|我們會|明天|下週|本週",
+    re.I,
+)
+FACT = re.compile(
+    r"\d|[$€£¥%]|百分之|[兩二三四五六七八九十百千萬]\s*(?:個|位|月|日|號|元|塊|年|天|週|周|小時|%|成|倍|人)"
+    r"|\b(?:percent|dozen|hundred|thousand|million|billion)\b",
+    re.I,
+)
+QUESTION = re.compile(r"[?？][\"'”’」)]*\s*$|[嗎呢][。！!]?\s*$")
+UNSURE = re.compile(
+    r"\b(?:not sure|don't know|do not know|unclear|tbd|to be (?:decided|determined|confirmed)|need to check"
+    r"|no idea)\b|不確定|不知道|待定|需要確認|還不清楚|未定",
+    re.I,
+)
+REASON = re.compile(r"^(?:because|since|this is because|that's because|the reason|因為|由於|原因是)", re.I)
+QUESTION_CHARS = frozenset("什麼怎樣哪誰幾多少如何")
+
+
+def classify(sentence: str) -> str | None:
+    """The section a sentence belongs to, or None: a decision beats a commitment, which beats a fact."""
+    if QUESTION.search(sentence):
+        return QUESTIONS
+    if DECISION.search(sentence) and not NOT_DECIDED.search(sentence):
+        return DECISIONS
+    if COMMITMENT.search(sentence):
+        return COMMITMENTS
+    if FACT.search(sentence):
+        return FACTS
+    return None
+
+
+@dataclass(frozen=True)
+class Bullet:
+    body: str
+    first: int | None = None  # task range; None for a bullet parsed from a summary without references
+    last: int | None = None
+    who: str | None = None
+
+    @property
+    def age(self) -> int:
+        return -1 if self.last is None else self.last
+
+
+Sections = dict[str, list[Bullet]]
+
+# Parsing and rendering ---------------------------------------------------------
+
+# "## Decisions", and the "**Decisions**" or "Decisions:" a model sometimes writes instead.
+_HEADER = re.compile(r"^#{1,6}\s*(.+?)\s*#*$|^\*\*([^*]{1,40})\*\*:?$|^([A-Za-z][\w ]{0,38}):$")
+_ITEM = re.compile(r"^\s*(?:[-*•+]|\d{1,3}[.)])\s+(.*)$")
+_REF = re.compile(r"^\(tasks? (\d+)(?:\s*[–-]\s*(\d+))?(?:,\s*([^)]*))?\)\s*(.*)$", re.I)
+_TOPIC_REF = re.compile(r"^tasks? (\d+)(?:\s*[–-]\s*(\d+))?(?:\s*\(([^)]*)\))?:\s*(.*)$", re.I)
+_KEYWORDS = ((DECISIONS, "decision"), (FACTS, "fact"), (FACTS, "number"), (COMMITMENTS, "commit"),
+             (COMMITMENTS, "next"), (COMMITMENTS, "follow"), (QUESTIONS, "question"), (TOPICS, "topic"))
+
+
+def parse_summary(text: str) -> Sections:
+    """Sections and bullets of a summary, ours or a model's: unknown headings map by keyword, else to Topics."""
+    sections: Sections = {name: [] for name in SECTIONS}
+    current = TOPICS  # text before any heading is background: keep it, never invent a decision from it
+    for line in text.splitlines():
+        if not line.strip():
+            continue
+        header = _HEADER.match(line.strip())
+        title = next((group for group in header.groups() if group), "").lower() if header else ""
+        if header and (line.lstrip().startswith("#") or any(word in title for _, word in _KEYWORDS)):
+            current = next((name for name, word in _KEYWORDS if word in title), TOPICS)
+            continue
+        item = _ITEM.match(line)
+        body = " ".join((item.group(1) if item else line).split())
+        first = last = who = None
+        if ref := (_REF.match(body) or _TOPIC_REF.match(body)):
+            a, b = int(ref.group(1)), int(ref.group(2) or ref.group(1))
+            who = shorten((ref.group(3) or "").strip(), 40) or None
+            first, last, body = min(a, b), max(a, b), ref.group(4)
+        if body:
+            sections[current].append(Bullet(body, first, last, who))
+    return sections
+
+
+def _line(section: str, bullet: Bullet) -> str:
+    if bullet.first is None or bullet.last is None:
+        return f"- {bullet.body}"
+    many = bullet.first != bullet.last
+    span = f"{bullet.first}–{bullet.last}" if many else str(bullet.first)
+    if section == TOPICS:
+        who = f" ({bullet.who})" if bullet.who else ""
+        return f"- Task{'s' if many else ''} {span}{who}: {bullet.body}"
+    who = f", {bullet.who}" if bullet.who else ""
+    return f"- (task{'s' if many else ''} {span}{who}) {bullet.body}"
+
+
+def render_summary(sections: Sections) -> str:
+    blocks = [
+        f"## {name}\n" + "\n".join(_line(name, bullet) for bullet in sections[name])
+        for name in SECTIONS
+        if sections.get(name)
+    ]
+    return "\n\n".join(blocks)
+
+
+# Reading a task ----------------------------------------------------------------
+
+_REGULAR = (
+    "draft review fix design prepare update create analyze compare summarize list check schedule estimate price "
+    "research outline edit translate propose suggest brainstorm calculate add explain organize test improve "
+    "define pick polish shorten"
+).split()
+PAST = {verb: verb + ("d" if verb.endswith("e") else "ed") for verb in _REGULAR} | {
+    "plan": "planned", "write": "wrote", "rewrite": "rewrote", "send": "sent", "make": "made",
+    "build": "built", "find": "found", "choose": "chose", "read": "read",
+}
+_POLITE = re.compile(
+    r"^(?:@\S+[\s,:]*|please\s+|pls\s+|kindly\s+|(?:can|could|would|will) you\s+|i(?: need|'d like| would like| want)"
+    r" you to\s+|help me\s+|let's\s+|請你?|麻煩(?:你|您)?|幫我|可以幫我|能不能幫我|你可以|可否)+",
+    re.I,
+)
+_TOOLS_NOTE = re.compile(r"\s*\(used [^)]*\)$")
+_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]")
+
+
+def display_name(coworker: str | None) -> str:
+    """"mina" -> "Mina"; parentheses are dropped because they delimit a bullet's reference."""
+    name = " ".join((coworker or "assistant").replace("-", " ").replace("_", " ").split())
+    return (name.title() if name == name.lower() else name).replace("(", "").replace(")", "")
+
+
+def topic_label(instruction: str, *, finished: bool) -> str:
+    """A short phrase for what a task did: "Draft the launch email" -> "drafted the launch email"."""
+    first = next((s for s in map(strip_chatter, split_sentences(instruction)) if s), "")
+    phrase = _POLITE.sub("", first).strip()
+    asked = phrase == first and bool(QUESTION.search(first))  # "Can you draft…?" is a request
+    phrase = re.split(r"[;；:：]\s|,\s|，|\s[-–—]\s", phrase, maxsplit=1)[0].strip(" .!。！")
+    if not phrase:
+        return ""
+    phrase = shorten(phrase, 80)
+    if not finished:
+        return f"{phrase} (unfinished)"
+    cjk = bool(_CJK.search(phrase))
+    if asked:
+        return f"詢問「{phrase}」" if cjk else f'asked "{phrase}"'
+    verb, _, rest = phrase.partition(" ")
+    if past := PAST.get(verb.lower()):
+        return f"{past} {rest}".strip()
+    if classify(first) is not None:  # a statement ("We decided …"), not a piece of work
+        return f"討論「{phrase}」" if cjk else f'discussed "{phrase}"'
+    if cjk:
+        return f"處理「{phrase}」"
+    lowered = phrase[0].lower() + phrase[1:] if phrase[1:2].islower() else phrase
+    return f"worked on {lowered}"
+
+
+def _content(text: str) -> set[str]:
+    # Single characters, not bigrams, for CJK: a question's bigrams rarely reappear in its answer.
+    return {t for t in tokens(text) if not (len(t) == 2 and _CJK.match(t)) and t not in QUESTION_CHARS}
+
+
+def _answered(question: str, replies: Sequence[str]) -> bool:
+    replies = [reply for reply in replies if not UNSURE.search(reply)]
+    if not replies:
+        return False
+    wanted = _content(question)
+    if not wanted:
+        return True
+    got = set().union(*map(_content, replies))
+    return len(wanted & got) / len(wanted) >= 0.5
+
+
+def _add(bullets: list[Bullet], new: Bullet) -> None:
+    bullets[:] = [old for old in bullets if similarity(old.body, new.body) < SAME]
+    bullets.append(new)
+
+
+def _fold_task(task: TaskRecords, sections: Sections, *, multi_speaker: bool) -> None:
+    said: list[tuple[str, bool, str]] = []  # (sentence, by the user, speaker)
+    responders: list[str] = []
+    tools: list[str] = []
+    for record in task.records:
+        if record.role == "assistant":
+            tools += [call.name for call in record.tool_calls if call.name not in tools]
+        if record.role not in ("user", "assistant") or not record.content.strip():
+            continue  # tool results and notices are never a source
+        who = "you" if record.role == "user" else display_name(record.coworker)
+        if record.role == "assistant" and who not in responders:
+            responders.append(who)
+        for sentence in split_sentences(record.content):
+            if text := strip_chatter(sentence):
+                said.append((shorten(text, SENTENCE_CHARS), record.role == "user", who))
+
+    turn = task.turn
+    replies = [text for text, by_user, _ in said if not by_user]
+    # Questions from earlier tasks that this task's replies answer drop out.
+    sections[QUESTIONS] = [q for q in sections[QUESTIONS] if q.age >= turn or not _answered(q.body, replies)]
+
+    taken: Counter[str] = Counter()
+    skip: set[int] = set()
+    for i, (text, by_user, who) in enumerate(said):
+        section = classify(text)
+        if i in skip or section is None or taken[section] >= PER_TASK.get(section, len(said)):
+            continue
+        if section == QUESTIONS:
+            later = [t for t, u, _ in said[i + 1 :] if not u]
+            if by_user and not _answered(text, later):
+                _add(sections[QUESTIONS], Bullet(text, turn, turn))
+            continue
+        if section == DECISIONS and i + 1 < len(said) and said[i + 1][2] == who and REASON.match(said[i + 1][0]):
+            text = shorten(f"{text} {said[i + 1][0]}", SENTENCE_CHARS)  # keep the decision's reason with it
+            skip.add(i + 1)
+        owner: str | None = who if multi_speaker else None
+        if section == COMMITMENTS:
+            # The owner: who said it, or, for a request the user made of others, who answered it.
+            self_ref = re.match(r"(?:i|we)\b|我", text, re.I)
+            owner = who if not by_user or self_ref or not responders else ", ".join(responders)
+        taken[section] += 1
+        _add(sections[section], Bullet(text, turn, turn, owner))
+
+    label = topic_label(task.instruction, finished=bool(task.final_answer))
+    if not label:
+        return
+    if tools:
+        label += f" (used {', '.join(tools[:3])})"
+    who_all = ", ".join(responders) if multi_speaker and responders else None
+    topics = sections[TOPICS]
+    last = topics[-1] if topics else None
+    if last and last.last is not None and last.last < turn and similarity(_what(last.body), _what(label)) >= 0.5:
+        topics[-1] = replace(last, last=turn, who=_names(last.who, who_all))
+    else:
+        topics.append(Bullet(label, turn, turn, who_all))
+
+
+def _what(label: str) -> str:
+    # What a topic label is about, without its verb: "drafted the launch email" -> "the launch email".
+    return re.sub(r"^(?:worked on|\S+)\s*", "", _TOOLS_NOTE.sub("", label))
+
+
+def _names(*groups: str | None) -> str | None:
+    names = list(dict.fromkeys(n.strip() for g in groups if g for n in g.split(",") if n.strip()))
+    return ", ".join(names) or None
+
+
+# Fitting the budget --------------------------------------------------------------
+
+
+def _merge_topics(a: Bullet, b: Bullet) -> Bullet:
+    firsts = [x for x in (a.first, b.first) if x is not None]
+    lasts = [x for x in (a.last, b.last) if x is not None]
+    return Bullet(
+        shorten(f"{a.body}; {b.body}", SHORT_CHARS),
+        min(firsts) if firsts else None,
+        max(lasts) if lasts else None,
+        _names(a.who, b.who),
+    )
+
+
+def _fit(sections: Sections, max_chars: int) -> str:
+    """Compress the oldest material first until the summary fits; the newest decision goes last of all."""
+    # Sizes are tracked per section, not re-rendered at each step: a model-written
+    # summary being updated may hold thousands of bullets.
+    used = {name: sum(len(_line(name, b)) + 1 for b in sections[name]) for name in SECTIONS}
+    count = {name: len(sections[name]) for name in SECTIONS}
+
+    def over() -> bool:
+        shown = [name for name in SECTIONS if count[name]]
+        return sum(len(name) + 3 + used[name] for name in shown) + 2 * max(len(shown) - 1, 0) > max_chars
+
+    def put(name: str, i: int, bullet: Bullet) -> None:
+        used[name] += len(_line(name, bullet)) - len(_line(name, sections[name][i]))
+        sections[name][i] = bullet
+
+    # 1. Shorten old bullets, oldest first across all sections.
+    for _, _, i, name in sorted((b.age, SECTIONS.index(n), i, n) for n in SECTIONS for i, b in enumerate(sections[n])):
+        if not over():
+            break
+        put(name, i, replace(sections[name][i], body=shorten(sections[name][i].body, SHORT_CHARS)))
+    # 2. Merge the oldest topics into ranges (the newest stays whole until step 3).
+    topics = sections[TOPICS]
+    while len(topics) > 2 and over():
+        merged = _merge_topics(topics[0], topics[1])
+        used[TOPICS] += len(_line(TOPICS, merged)) - len(_line(TOPICS, topics[0])) - len(_line(TOPICS, topics[1])) - 1
+        count[TOPICS] -= 1
+        topics[0:2] = [merged]
+    # 3. Drop the oldest bullets: facts first, then questions, topics, commitments and decisions.
+    newest = (DECISIONS, count[DECISIONS] - 1) if count[DECISIONS] else (COMMITMENTS, count[COMMITMENTS] - 1)
+    dropped: set[tuple[str, int]] = set()
+    for group in ((FACTS,), (QUESTIONS,), (TOPICS,), (COMMITMENTS, DECISIONS)):
+        victims = sorted((b.age, group.index(n), i, n) for n in group for i, b in enumerate(sections[n]))
+        for _, _, i, name in victims:
+            if not over():
+                break
+            if (name, i) != newest:
+                dropped.add((name, i))
+                used[name] -= len(_line(name, sections[name][i])) + 1
+                count[name] -= 1
+    for name in SECTIONS:
+        sections[name] = [b for i, b in enumerate(sections[name]) if (name, i) not in dropped]
+    # 4. A budget too small for even the newest decision whole: shorten it to fit, or give it up.
+    if over():
+        for name in SECTIONS:
+            for i, bullet in enumerate(sections[name]):  # by now at most one bullet is left
+                sections[name][i] = replace(bullet, body="")
+                room = max_chars - len(render_summary(sections))
+                if room < 2:
+                    return ""
+                sections[name][i] = replace(bullet, body=shorten(bullet.body, room))
+    text = render_summary(sections)
+    return text if len(text) <= max_chars else ""
+
+
+def summarize_extractively(
+    previous: str, tasks: Sequence[TaskRecords], *, max_chars: int, multi_speaker: bool
+) -> str:
+    """Update `previous` with `tasks` (oldest first) and fit the result into max_chars characters.
+
+    Bullets of the previous summary are kept (answered open questions and
+    near-duplicates excepted) and new ones are added per section, each with its
+    task reference. Over budget the oldest material is compressed first; the
+    result is never longer than max_chars.
+    """
+    if max_chars < 0:
+        raise ValueError("max_chars must not be negative")
+    sections = parse_summary(previous)
+    for task in tasks:
+        _fold_task(task, sections, multi_speaker=multi_speaker)
+    return _fit(sections, max_chars)

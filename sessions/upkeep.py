@@ -1,0 +1,54 @@
+"""What follows a finished task: the recall index, memory extraction and folding.
+
+Live tasks enqueue the slow parts in the background; an imported session
+catches up inline, fold batch by fold batch, as if it had been lived.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from coworkers.providers import Provider
+
+from . import folding, history, memory, prompts, tasks
+from .models import Message, Session, Task
+from .services import record_from_row
+
+
+def after_task(task: Task) -> None:
+    """Call once a task has finished (done, failed or stopped), inside or outside a transaction."""
+    session = task.session
+    rows = Message.objects.filter(session=session, turn=task.turn).order_by("position")
+    prompts.index_task_terms(session, history.TaskRecords(task.turn, tuple(record_from_row(r) for r in rows)))
+    tasks.extract_task_memory.enqueue(task.pk)
+    target = folding.fold_target(session, completed=task.turn)
+    summary = prompts.latest_summary(session)
+    if target > (summary.through_turn if summary else 0):
+        tasks.fold_session.enqueue(session.pk, target)
+
+
+def catch_up(
+    session: Session, *, provider: Provider | None = None, progress: Callable[[str], None] = lambda line: None
+) -> None:
+    """Index, extract and fold a whole imported session now, in the order it happened."""
+    rows = Message.objects.filter(session=session).order_by("position")
+    all_tasks = history.group_tasks([record_from_row(row) for row in rows])
+    task_ids = dict(Task.objects.filter(session=session).values_list("turn", "pk"))
+    for task in all_tasks:
+        prompts.index_task_terms(session, task)
+        memory.extract_memory(task_id=task_ids[task.turn], provider=provider)
+        # Fold one batch at a time, so the summary grows as it would have in use.
+        batch = prompts.resolve_policy(session.channel).fold_batch
+        while (done := _summarized(session)) < (target := folding.fold_target(session, completed=task.turn)):
+            step = min(target, done + batch)
+            folding.fold_summary(session_id=session.pk, through_turn=step, provider=provider)
+            if _summarized(session) <= done:
+                break  # nothing to fold in that range: do not spin
+            progress(f"folded tasks {done + 1}–{step} into the summary")
+    progress(f"indexed and extracted memory from {len(all_tasks)} task(s)")
+
+
+def _summarized(session: Session) -> int:
+    summary = prompts.latest_summary(session)
+    return summary.through_turn if summary else 0
+

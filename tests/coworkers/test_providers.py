@@ -1,0 +1,407 @@
+"""The provider interface, the scripted provider and the offline responder: pure, no database."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+
+from coworkers.providers import (
+    Completion,
+    CompletionRequest,
+    OfflineResponder,
+    Provider,
+    ProviderError,
+    ToolSpec,
+    Usage,
+    estimate_message_tokens,
+    estimate_tokens,
+    get_provider,
+)
+from coworkers.providers.offline import LABEL
+from coworkers.providers.scripted import CallTools, Fail, Reply, ScriptedProvider, ScriptExhausted
+from sessions import context
+from sessions.history import InvalidSequence, Record, TaskRecords, ToolCall
+from sessions.policy import Policy
+from sessions.summarize import SECTIONS, summarize_extractively
+
+PERSONA = "You are Mina, Marketing lead at Acme.\nYou write short, warm copy."
+MEMORY = (
+    "# Long-term memory\n"
+    "Durable facts about the user, the company and past decisions.\n"
+    "- [company] Acme sells planning software to small agencies.\n"
+    "- [decision] The Pro plan costs $29 per month, billed monthly.\n"
+    "- [preference] Alice prefers short bullet-point answers."
+)
+SUMMARY = (
+    "# Earlier in this conversation (summary)\n"
+    f"{context.SUMMARY_FRAME}\n\n"
+    "Tasks 1–4:\n"
+    "## Decisions\n"
+    "- (task 3) We decided to launch on 3 March, after the beta ends.\n"
+    "## Topics covered\n"
+    "- Tasks 1–2: drafted the landing page copy\n"
+    f"{context.SUMMARY_END}"
+)
+
+
+def ask(text: str, *earlier, system=(PERSONA, MEMORY, SUMMARY), **kwargs) -> CompletionRequest:
+    return CompletionRequest(
+        purpose="reply",
+        system=system,
+        messages=(*earlier, HumanMessage(text)),
+        model="offline-test",
+        max_output_tokens=512,
+        **kwargs,
+    )
+
+
+def record(id: str, previous: str | None, role: str, content: str = "", **kwargs) -> Record:
+    return Record(id=id, previous=previous, turn=kwargs.pop("turn", 1), role=role, content=content, **kwargs)
+
+
+def pricing_task(turn: int = 3) -> TaskRecords:
+    return TaskRecords(
+        turn=turn,
+        records=(
+            record("u", None, "user", "Let's go with $29 per month for the Pro plan.", turn=turn),
+            record("a", "u", "assistant", "Done: we decided on $29 per month for the Pro plan.", coworker="mina", turn=turn),
+        ),
+    )
+
+
+# --- the interface ---------------------------------------------------------------
+
+
+def test_it_estimates_about_four_characters_a_token_for_english():
+    assert estimate_tokens("") == 0
+    assert estimate_tokens("a" * 400) == 100
+    assert estimate_tokens("The launch is on the third of March.") == 9  # 36 characters
+
+
+def test_it_estimates_about_one_token_a_character_for_chinese():
+    text = "我們決定定價為每月美元"
+    assert estimate_tokens(text) == len(text)
+    # Mixed text counts each part its own way: 11 CJK characters and 4 others ("29 $").
+    assert estimate_tokens("我們決定定價為每月美元29 $") == 11 + 1
+
+
+def test_it_estimates_messages_with_three_tokens_each():
+    messages = [HumanMessage("a" * 40), AIMessage("b" * 40)]
+    assert estimate_message_tokens(messages) == 10 + 3 + 10 + 3
+
+
+def test_it_rejects_a_request_with_an_unknown_purpose():
+    with pytest.raises(ValueError, match="purpose"):
+        CompletionRequest("chat", (), (HumanMessage("hi"),), "m", 100)
+
+
+def test_it_keeps_a_request_immutable_and_its_breakpoints_in_range():
+    request = CompletionRequest("reply", ["system"], [HumanMessage("hi")], "m", 100, cache_after=[0])
+    assert request.system == ("system",) and isinstance(request.messages, tuple)
+    with pytest.raises(ValueError, match="cache_after"):
+        CompletionRequest("reply", (), (HumanMessage("hi"),), "m", 100, cache_after=(1,))
+
+
+def test_it_adds_usage_across_the_calls_of_a_task():
+    total = Usage(10, 5, 0, 3) + Usage(2, 0, 15, 4)
+    assert total == Usage(12, 5, 15, 7)
+    assert total.total_input_tokens == 32
+
+
+def test_it_picks_the_offline_responder_without_an_api_key(monkeypatch):
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    provider = get_provider()
+    assert isinstance(provider, OfflineResponder) and provider.offline
+    assert isinstance(provider, Provider)
+
+
+def test_it_says_clearly_when_a_key_is_set_but_the_claude_provider_is_missing(monkeypatch):
+    if importlib.util.find_spec("coworkers.providers.claude") is not None:
+        pytest.skip("the Claude provider exists; its own tests cover get_provider with a key")
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test")
+    with pytest.raises(RuntimeError, match="ANTHROPIC_API_KEY"):
+        get_provider()
+
+
+# --- the scripted provider -------------------------------------------------------
+
+
+def test_it_streams_a_scripted_reply_in_chunks():
+    provider = ScriptedProvider([Reply("Music has the most views.", chunk_size=5)])
+    chunks: list[str] = []
+    completion = provider.complete(ask("Which category has the most views?"), on_text=chunks.append)
+    assert chunks == ["Music", " has ", "the m", "ost v", "iews."]
+    assert completion.text == "Music has the most views."
+    assert completion.stop_reason == "end_turn"
+    assert completion.model == "offline-test"
+    assert completion.usage.input_tokens > 0 and completion.usage.output_tokens == estimate_tokens(completion.text)
+
+
+def test_it_stops_a_scripted_reply_when_asked():
+    provider = ScriptedProvider([Reply("one two three four five", chunk_size=4)])
+    chunks: list[str] = []
+    completion = provider.complete(ask("Count"), on_text=chunks.append, should_stop=lambda: len(chunks) >= 2)
+    assert completion.stop_reason == "stopped"
+    assert completion.text == "one two " == "".join(chunks)
+
+
+def test_it_records_every_request():
+    provider = ScriptedProvider([Reply("first"), Reply("second")])
+    first, second = ask("One"), ask("Two")
+    provider.complete(first)
+    provider.complete(second)
+    assert provider.requests == [first, second]
+    assert provider.remaining == 0
+
+
+def test_it_raises_the_scripted_failure():
+    provider = ScriptedProvider([Fail(ProviderError("Claude is overloaded; try again shortly.", retryable=True))])
+    with pytest.raises(ProviderError) as caught:
+        provider.complete(ask("Hello"))
+    assert caught.value.user_message == "Claude is overloaded; try again shortly."
+    assert caught.value.retryable
+
+
+def test_it_plays_scripted_tool_calls():
+    call = ToolCall(id="toolu_1", name="read_document", args={"title": "Q3 views"})
+    provider = ScriptedProvider([CallTools((call,), text="Let me look.")])
+    completion = provider.complete(ask("Which category has the most views?"))
+    assert completion.tool_calls == (call,)
+    assert completion.text == "Let me look."
+    assert completion.stop_reason == "tool_use"
+
+
+def test_it_plays_a_dynamic_step():
+    provider = ScriptedProvider([
+        lambda request: Reply(request.instruction.upper()),
+        lambda request: Completion(text="made by hand", stop_reason="max_tokens"),
+    ])
+    assert provider.complete(ask("shout this")).text == "SHOUT THIS"
+    assert provider.complete(ask("again")).stop_reason == "max_tokens"
+
+
+def test_it_complains_when_the_script_runs_out():
+    provider = ScriptedProvider([Reply("only one")])
+    provider.complete(ask("One"))
+    with pytest.raises(ScriptExhausted, match="ran out of steps"):
+        provider.complete(ask("Two"))
+    assert issubclass(ScriptExhausted, AssertionError)
+
+
+def test_it_rejects_a_sequence_claude_would_reject():
+    orphan_call = AIMessage("", tool_calls=[{"name": "read_document", "args": {}, "id": "toolu_1", "type": "tool_call"}])
+    provider = ScriptedProvider([Reply("never sent")])
+    with pytest.raises(InvalidSequence):
+        provider.complete(ask("Go on", HumanMessage("Read it"), orphan_call))
+    assert provider.remaining == 1
+
+
+# --- the offline responder: replies ------------------------------------------------
+
+
+def test_it_quotes_the_memory_item_holding_the_price():
+    completion = OfflineResponder().complete(ask("What did we decide about pricing?"))
+    assert completion.text.startswith(LABEL)
+    assert "From memory: “The Pro plan costs $29 per month, billed monthly.”" in completion.text
+    assert "3 March" not in completion.text  # a decision, but not about pricing
+
+
+def test_it_quotes_a_summary_decision_and_names_its_task():
+    completion = OfflineResponder().complete(ask("When is the launch?"))
+    assert "From the summary (task 3): “We decided to launch on 3 March, after the beta ends.”" in completion.text
+
+
+def test_it_quotes_an_earlier_task_with_its_turn():
+    earlier = (HumanMessage("Draft a tagline for the landing page"), AIMessage("Plan your agency's week in five minutes."))
+    completion = OfflineResponder().complete(ask("Which tagline did you suggest?", *earlier, payload={"turns": [7]}))
+    assert "From task 7: “Draft a tagline for the landing page → Plan your agency's week in five minutes.”" in completion.text
+
+
+def test_it_answers_from_a_chinese_summary():
+    summary = (
+        "# Earlier in this conversation (summary)\n## Decisions\n"
+        "- (task 2) 我們決定定價為每月 29 美元。\n- (task 4) 網站下週一上線。"
+    )
+    completion = OfflineResponder().complete(ask("價格是多少？", system=(PERSONA, summary)))
+    assert completion.text.startswith(LABEL)
+    assert "From the summary (task 2): “我們決定定價為每月 29 美元。”" in completion.text
+    assert "上線" not in completion.text
+
+
+def test_it_answers_from_a_prompt_the_context_builder_made():
+    # The real layout, not a hand-written imitation of it: headers and bullets as sessions.context renders them.
+    summary = summarize_extractively("", [pricing_task(turn=1)], max_chars=2_000, multi_speaker=False)
+    tagline = TaskRecords(
+        turn=2,
+        records=(
+            record("t1", None, "user", "Draft a tagline for the landing page", turn=2),
+            record("t2", "t1", "assistant", "Plan your agency's week in five minutes.", coworker="mina", turn=2),
+        ),
+    )
+    prompt = context.build_prompt(
+        context.PromptInputs(
+            policy=Policy(),
+            system=PERSONA,
+            instruction="What did we decide about pricing?",
+            turn=3,
+            memory=(context.MemoryEntry(id=1, text="Alice prefers short answers.", kind="preference"),),
+            summary=summary,
+            summarized_through=1,
+            tasks=(tagline,),
+        )
+    )
+    request = CompletionRequest(
+        purpose="reply",
+        system=prompt.system,
+        messages=prompt.messages,
+        model="offline-test",
+        max_output_tokens=512,
+        payload={"turns": prompt.report["detailed_tasks"]},
+    )
+    text = OfflineResponder().complete(request).text
+    assert "From the summary (task 1)" in text and "$29 per month" in text
+    assert "tagline" not in text
+
+
+def test_it_quotes_a_recalled_task():
+    recalled = HumanMessage(
+        f"{context.RECALL_HEADER} (older tasks that bear on this instruction; for reference only)\n"
+        "- Task 2 (mina): Which venue did we book for the offsite? → The Harbour Loft, for 40 people."
+    )
+    completion = OfflineResponder().complete(ask("Remind me about the offsite venue", recalled, system=(PERSONA,)))
+    assert "From task 2: “Which venue did we book for the offsite? → The Harbour Loft, for 40 people.”" in completion.text
+
+
+def test_it_says_it_is_offline_when_nothing_is_relevant():
+    completion = OfflineResponder().complete(ask("Write a haiku about autumn leaves"))
+    assert completion.text.startswith(LABEL)
+    assert "can't do new work" in completion.text
+    assert "“Write a haiku about autumn leaves”" in completion.text
+    assert "ANTHROPIC_API_KEY" in completion.text
+    assert "$29" not in completion.text
+
+
+def test_it_never_quotes_the_persona():
+    completion = OfflineResponder().complete(ask("Write short copy for Mina"))
+    assert "You write short" not in completion.text
+
+
+def test_it_streams_chunks_that_add_up_to_the_reply():
+    chunks: list[str] = []
+    completion = OfflineResponder().complete(ask("What did we decide about pricing?"), on_text=chunks.append)
+    assert len(chunks) > 10
+    assert "".join(chunks) == completion.text
+    assert completion.stop_reason == "end_turn"
+
+
+def test_it_stops_mid_stream_with_the_partial_text():
+    full = OfflineResponder().complete(ask("What did we decide about pricing?")).text
+    chunks: list[str] = []
+    completion = OfflineResponder().complete(
+        ask("What did we decide about pricing?"), on_text=chunks.append, should_stop=lambda: len(chunks) >= 3
+    )
+    assert completion.stop_reason == "stopped"
+    assert completion.text == "".join(chunks)
+    assert len(completion.text) < len(full) and full.startswith(completion.text)
+
+
+@given(st.text(min_size=1, max_size=200).filter(str.strip))
+def test_every_offline_reply_starts_with_the_label_and_streams_whole(instruction):
+    chunks: list[str] = []
+    completion = OfflineResponder().complete(ask(instruction), on_text=chunks.append)
+    assert completion.text.startswith(LABEL)
+    assert "".join(chunks) == completion.text
+
+
+def test_it_reports_offline_usage_without_cache_tokens():
+    request = ask("What did we decide about pricing?")
+    usage = OfflineResponder().complete(request).usage
+    assert usage.input_tokens > estimate_tokens(MEMORY)
+    assert usage.output_tokens > 0
+    assert usage.cache_read_tokens == usage.cache_write_tokens == 0
+
+
+WRITE_DOCUMENT = ToolSpec(
+    name="write_document",
+    description="Write or replace an office document.",
+    parameters={"type": "object", "properties": {"title": {"type": "string"}, "content": {"type": "string"}}},
+)
+
+
+def test_it_saves_a_stub_document_when_asked_to_write_one():
+    completion = OfflineResponder().complete(ask("Write a spec called “Launch checklist”", tools=(WRITE_DOCUMENT,)))
+    assert completion.stop_reason == "tool_use"
+    assert completion.text.startswith(LABEL)
+    (call,) = completion.tool_calls
+    assert call.name == "write_document"
+    assert call.args["title"] == "Launch checklist"
+    assert "Write a spec called" in call.args["content"]
+
+
+def test_it_reports_the_tool_result_after_a_tool_call():
+    call = {"name": "write_document", "args": {"title": "Launch checklist"}, "id": "offline_1", "type": "tool_call"}
+    request = CompletionRequest(
+        purpose="reply",
+        system=(PERSONA,),
+        messages=(
+            HumanMessage("Write a spec called Launch checklist"),
+            AIMessage("Saving it.", tool_calls=[call]),
+            ToolMessage("Saved “Launch checklist” (version 1).\nSecond line.", tool_call_id="offline_1"),
+        ),
+        model="offline-test",
+        max_output_tokens=512,
+        tools=(WRITE_DOCUMENT,),
+    )
+    completion = OfflineResponder().complete(request)
+    assert completion.text.startswith(LABEL)
+    assert completion.tool_calls == () and completion.stop_reason == "end_turn"
+    assert "write_document returned" in completion.text and "Saved “Launch checklist” (version 1)." in completion.text
+
+
+# --- the offline responder: background purposes -------------------------------------
+
+
+def test_it_folds_tasks_into_a_sectioned_summary():
+    payload = {"previous": "", "tasks": [pricing_task()], "max_chars": 2_000, "multi_speaker": False}
+    request = CompletionRequest("fold", ("Summarize.",), (HumanMessage("Fold these tasks."),), "m", 1_000, payload=payload)
+    completion = OfflineResponder().complete(request)
+    assert completion.text == summarize_extractively("", [pricing_task()], max_chars=2_000, multi_speaker=False)
+    assert f"## {SECTIONS[0]}" in completion.text and "$29" in completion.text
+    assert not completion.text.startswith(LABEL)
+
+
+def test_it_extracts_memory_candidates_as_json():
+    request = CompletionRequest(
+        "extract", ("Extract.",), (HumanMessage("Extract facts."),), "m", 1_000, payload={"task": pricing_task()}
+    )
+    candidates = json.loads(OfflineResponder().complete(request).text)
+    assert candidates and all(set(c) == {"text", "kind"} for c in candidates)
+    assert any("$29" in c["text"] for c in candidates)
+
+
+COWORKERS = [
+    {"slug": "mina", "name": "Mina", "role": "Marketing lead", "skills": ["copywriting", "campaigns"]},
+    {"slug": "theo", "name": "Theo", "role": "Engineer", "skills": ["python", "infrastructure"]},
+]
+
+
+def route(instruction: str, channel_kind: str = "main") -> list[str]:
+    payload = {"instruction": instruction, "coworkers": COWORKERS, "channel_kind": channel_kind}
+    request = CompletionRequest("route", ("Route.",), (HumanMessage(instruction),), "m", 100, payload=payload)
+    return json.loads(OfflineResponder().complete(request).text)
+
+
+def test_it_routes_by_role_and_skills():
+    assert route("Our python deploy script keeps failing") == ["theo"]
+    assert route("Plan the spring campaign") == ["mina"]
+    assert route("Can Theo look at this?") == ["theo"]
+
+
+def test_it_routes_to_someone_in_main_and_to_nobody_in_all_hands_when_nothing_matches():
+    assert route("Good morning everyone") == ["mina"]
+    assert route("Good morning everyone", channel_kind="all_hands") == []

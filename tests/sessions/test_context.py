@@ -1,0 +1,298 @@
+"""The prompt builder: valid, nothing dropped, within budget, append-only between folds."""
+
+from dataclasses import replace
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+
+from sessions import context
+from sessions.context import MemoryEntry, PromptInputs, RecallCandidate, build_prompt
+from sessions.history import Record, TaskRecords, ToolCall, find_faults, group_tasks
+from sessions.policy import Policy
+
+
+def make_task(turn: int, *, tool_chars: int = 0, answer: str = "", interrupted: bool = False, prefix: str = "") -> list[Record]:
+    records = [Record(id=f"{prefix}{turn}-u", previous=None, turn=turn, role="user", content=f"Instruction {turn}")]
+    if tool_chars or interrupted:
+        call = ToolCall(id=f"toolu_{turn}", name="read_document", args={"title": f"doc {turn}"})
+        records.append(Record(id=f"{prefix}{turn}-c", previous=None, turn=turn, role="assistant", tool_calls=(call,)))
+        if not interrupted:
+            body = f"Results for {turn}\n" + "x" * max(tool_chars - 20, 0)
+            records.append(Record(id=f"{prefix}{turn}-r", previous=None, turn=turn, role="tool", content=body, tool_call_id=call.id))
+    if not interrupted:
+        records.append(Record(id=f"{prefix}{turn}-a", previous=None, turn=turn, role="assistant", content=answer or f"Answer {turn}.", coworker="mina"))
+    return records
+
+
+def tasks_of(records: list[Record]) -> tuple[TaskRecords, ...]:
+    return tuple(group_tasks(records))
+
+
+class Simulation:
+    """Runs a session task by task the way the app does: each build continues the last plan,
+    and folds land (immediately) up to the plan's boundary."""
+
+    def __init__(self, policy: Policy, sizes: list[int], *, fold: bool = True):
+        self.policy, self.sizes, self.fold = policy, sizes, fold
+        self.records: list[Record] = []
+        self.summarized = 0
+        self.plan = None
+        self.prompts: list[context.Prompt] = []
+
+    def run(self) -> "Simulation":
+        for turn in range(1, len(self.sizes) + 1):
+            prompt = self.build(turn)
+            self.prompts.append(prompt)
+            self.plan = context.WindowPlan.from_json(prompt.report["plan"])
+            self.records += make_task(turn, tool_chars=self.sizes[turn - 1])
+            if self.fold:
+                self.summarized = max(self.summarized, context.batch_boundary(self.policy, completed=turn, boundary=self.plan.boundary))
+        return self
+
+    def build(self, turn: int, instruction: str = "Next?") -> context.Prompt:
+        unfolded = [r for r in self.records if r.turn > self.summarized]
+        return build_prompt(
+            PromptInputs(
+                policy=self.policy,
+                system="You are Mina, the marketing lead.",
+                instruction=f"{instruction} ({turn})",
+                turn=turn,
+                summary=f"## Topics covered\n- Tasks 1–{self.summarized}: earlier work" if self.summarized else "",
+                summarized_through=self.summarized,
+                tasks=tasks_of(unfolded),
+                previous_plan=self.plan,
+            )
+        )
+
+
+def serialized(prompt: context.Prompt, *, upto_window: bool = True) -> str:
+    messages = prompt.messages[: prompt.window_end + 1] if upto_window else prompt.messages
+    return "\x00".join(prompt.system) + "\x01" + "\x00".join(f"{m.type}:{m.content}:{getattr(m, 'tool_calls', '')}" for m in messages)
+
+
+policies = st.builds(
+    Policy,
+    detailed_tasks=st.integers(1, 10),
+    detailed_chars=st.integers(1_000, 12_000),
+    fold_batch=st.integers(1, 5),
+    summary_chars=st.integers(200, 6_000),
+    tool_digest_chars=st.integers(40, 400),
+)
+
+
+@settings(max_examples=60)
+@given(policy=policies, sizes=st.lists(st.sampled_from([0, 0, 200, 1_500, 6_000, 30_000]), max_size=30), fold=st.booleans())
+def test_every_prompt_is_valid_accounts_for_every_task_and_keeps_its_budgets(policy, sizes, fold):
+    if policy.fold_batch > policy.detailed_tasks:
+        policy = replace(policy, fold_batch=policy.detailed_tasks)
+    sim = Simulation(policy, sizes, fold=fold).run()
+
+    for turn, prompt in enumerate(sim.prompts, start=1):
+        report = prompt.report
+        assert find_faults(prompt.as_messages()) == []
+        summarized = list(range(1, report["summarized_through"] + 1))
+        accounted = summarized + report["digested_tasks"] + report["detailed_tasks"]
+        assert sorted(accounted) == list(range(1, turn)), "every earlier task exactly once"
+        recent = report["layers"]["recent"]
+        alone_too_big = any("alone is larger" in note for note in report["notes"])
+        assert recent["chars"] <= policy.detailed_chars or alone_too_big
+        if alone_too_big:
+            assert len(report["detailed_tasks"]) == 1
+        assert len(report["detailed_tasks"]) <= policy.detailed_tasks + policy.fold_batch - 1
+
+
+def test_it_keeps_the_last_tasks_in_full_while_they_fit():
+    sim = Simulation(Policy(detailed_chars=20_000), [500] * 5).run()
+    prompt = sim.prompts[-1]
+
+    assert prompt.report["detailed_tasks"] == [1, 2, 3, 4]
+    assert set(prompt.report["plan"]["levels"].values()) == {"full"}
+    tool_results = [m for m in prompt.messages if isinstance(m, ToolMessage)]
+    assert all("x" * 400 in m.content for m in tool_results)
+
+
+def test_over_budget_it_digests_old_tool_results_first():
+    sim = Simulation(Policy(detailed_chars=8_000), [3_000] * 6).run()
+    prompt = sim.prompts[-1]
+    levels = prompt.report["plan"]["levels"]
+
+    assert prompt.report["layers"]["recent"]["chars"] <= 8_000
+    assert "tools_digested" in levels.values()
+    assert levels[str(max(prompt.report["detailed_tasks"]))] == "full", "the newest task keeps its tool results"
+    digested = [m for m in prompt.messages if isinstance(m, ToolMessage) and "digested" in m.content]
+    assert digested and all(m.content.startswith("Results for") for m in digested)
+
+
+def test_a_very_long_message_keeps_its_head_and_tail():
+    text = "Opening line. " + "filler " * 3_000 + "Closing line."
+    short = context.shorten(text, 1_200)
+
+    assert short.startswith("Opening line.") and short.endswith("Closing line.")
+    assert "characters omitted" in short and len(short) <= 1_200 + 40
+
+
+def test_when_digests_are_not_enough_the_oldest_tasks_fold_early():
+    policy = Policy(detailed_chars=1_000, tool_digest_chars=100)
+    sim = Simulation(policy, [0] * 3, fold=False)
+    sim.records = make_task(1, answer="A" * 900) + make_task(2, answer="B" * 900) + make_task(3, answer="C" * 300)
+    prompt = sim.build(4)
+
+    assert prompt.report["detailed_tasks"] == [3]
+    assert prompt.report["digested_tasks"] == [1, 2]
+    assert any("folded early" in note for note in prompt.report["notes"])
+    summary_block = prompt.system[-1]
+    assert "Task 1 (mina): Instruction 1" in summary_block and "Task 2 (mina)" in summary_block
+
+
+def test_tasks_leave_the_window_in_batches():
+    policy = Policy(detailed_tasks=8, fold_batch=4)
+    sim = Simulation(policy, [100] * 17).run()
+    window_sizes = [len(p.report["detailed_tasks"]) for p in sim.prompts]
+
+    # Prompt n sees n-1 earlier tasks: the window grows to 11, then drops back to 8.
+    assert window_sizes == [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 8, 9, 10, 11, 8]
+    assert [p.report["summarized_through"] for p in sim.prompts][11:17] == [0, 4, 4, 4, 4, 8]
+
+
+def test_fold_batch_one_is_a_strict_sliding_window():
+    sim = Simulation(Policy(detailed_tasks=8, fold_batch=1), [100] * 14).run()
+    assert [p.report["detailed_tasks"] for p in sim.prompts][-3:] == [
+        [4, 5, 6, 7, 8, 9, 10, 11],
+        [5, 6, 7, 8, 9, 10, 11, 12],
+        [6, 7, 8, 9, 10, 11, 12, 13],
+    ]
+
+
+def test_each_prompt_begins_with_the_whole_previous_prompt_between_folds():
+    sim = Simulation(Policy(detailed_tasks=8, fold_batch=4), [400] * 16).run()
+
+    for previous, current in zip(sim.prompts, sim.prompts[1:]):
+        folded = current.report["summarized_through"] != previous.report["summarized_through"]
+        if not folded:
+            assert serialized(current).startswith(serialized(previous))
+
+
+def test_over_budget_between_folds_only_the_newest_side_changes():
+    sim = Simulation(Policy(detailed_chars=10_000, detailed_tasks=8, fold_batch=4), [2_500] * 12).run()
+
+    for previous, current in zip(sim.prompts, sim.prompts[1:]):
+        if current.report["summarized_through"] != previous.report["summarized_through"]:
+            continue
+        shared = len(_common_prefix(serialized(previous), serialized(current)))
+        # Everything before the task preceding the newest is untouched.
+        assert shared >= len(serialized(previous)) - 2 * 2_600
+
+
+def _common_prefix(a: str, b: str) -> str:
+    n = 0
+    while n < min(len(a), len(b)) and a[n] == b[n]:
+        n += 1
+    return a[:n]
+
+
+def test_an_interrupted_tool_call_in_the_window_is_repaired():
+    records = make_task(1, interrupted=True) + make_task(2, tool_chars=100)
+    prompt = build_prompt(PromptInputs(policy=Policy(), system="S", instruction="Go on", turn=3, tasks=tasks_of(records)))
+
+    assert find_faults(prompt.as_messages()) == []
+    repaired = [m for m in prompt.messages if isinstance(m, ToolMessage) and m.status == "error"]
+    assert [m.tool_call_id for m in repaired] == ["toolu_1"]
+
+
+def test_the_current_tool_loop_comes_last_and_a_huge_result_is_capped():
+    call = ToolCall(id="toolu_9", name="read_document", args={"title": "Q3"})
+    current = (
+        Record(id="c1", previous=None, turn=3, role="assistant", tool_calls=(call,)),
+        Record(id="c2", previous=None, turn=3, role="tool", content="row\n" * 50_000, tool_call_id="toolu_9"),
+    )
+    prompt = build_prompt(
+        PromptInputs(policy=Policy(), system="S", instruction="Read Q3", turn=3, tasks=tasks_of(make_task(1) + make_task(2)), current=current)
+    )
+
+    assert isinstance(prompt.messages[-3], HumanMessage) and prompt.messages[-3].content == "Read Q3"
+    assert isinstance(prompt.messages[-2], AIMessage) and isinstance(prompt.messages[-1], ToolMessage)
+    assert len(prompt.messages[-1].content) <= Policy().detailed_chars // 2 + 40
+    assert find_faults(prompt.as_messages()) == []
+
+
+def test_memory_puts_pinned_items_first_and_stays_within_its_budget():
+    items = tuple(MemoryEntry(id=i, text=f"Fact number {i} about the launch plan " + "z" * 60, kind="project", updated=i) for i in range(1, 80))
+    pinned = MemoryEntry(id=500, text="Always write in British English.", kind="rule", pinned=True)
+    prompt = build_prompt(PromptInputs(policy=Policy(memory_chars=1_000), system="S", instruction="Plan", turn=1, memory=(*items, pinned)))
+    memory = prompt.report["layers"]["memory"]
+
+    assert memory["items"][0] == 500
+    assert memory["chars"] <= 1_000 + len(context.MEMORY_HEADER) + 80
+    assert "did not fit" in " ".join(prompt.report["notes"])
+
+
+def test_memory_prefers_what_bears_on_the_instruction():
+    items = (
+        MemoryEntry(id=1, text="The office plant needs water on Mondays.", kind="company", updated=5),
+        MemoryEntry(id=2, text="The Team plan costs $29 a month.", kind="decision", updated=1),
+        MemoryEntry(id=3, text="Our newsletter goes out on Thursdays.", kind="project", updated=4),
+    )
+    prompt = build_prompt(PromptInputs(policy=Policy(memory_chars=60), system="S", instruction="What does the Team plan cost?", turn=1, memory=items))
+    assert prompt.report["layers"]["memory"]["items"] == [2]
+
+
+def test_memory_added_since_the_last_fold_rides_in_the_tail_so_the_front_stays_cached():
+    old = MemoryEntry(id=1, text="Our target customer is freelance designers.", kind="company")
+    new = MemoryEntry(id=2, text="The launch is on May 4.", kind="project", fresh=True)
+    prompt = build_prompt(PromptInputs(policy=Policy(), system="S", instruction="Plan", turn=2, tasks=tasks_of(make_task(1)), memory=(old, new)))
+
+    assert "freelance designers" in prompt.system[1] and "May 4" not in prompt.system[1]
+    tail = prompt.messages[-2]
+    assert isinstance(tail, HumanMessage) and "May 4" in tail.content
+    assert prompt.report["layers"]["recalled"]["memory_items"] == [2]
+
+
+def test_recall_brings_back_the_old_task_that_matters_within_its_budget():
+    candidates = (
+        RecallCandidate(turn=3, instruction="Draft the hiring post", answer="Posted the job ad for a designer."),
+        RecallCandidate(turn=5, instruction="What should the Team plan cost?", answer="We agreed on $29 per month for the Team plan.", coworker="sam"),
+        RecallCandidate(turn=7, instruction="Plan the launch party", answer="Booked the venue for May 4."),
+    )
+    prompt = build_prompt(
+        PromptInputs(
+            policy=Policy(),
+            system="S",
+            instruction="Remind me what price we agreed for the Team plan?",
+            turn=30,
+            summarized_through=20,
+            summary="## Topics covered\n- Tasks 1–20: many things",
+            tasks=tasks_of(make_task(21)),
+            recall=candidates,
+            recall_chars=400,
+        )
+    )
+    recalled = prompt.report["layers"]["recalled"]
+
+    assert recalled["tasks"][0] == 5
+    assert "$29 per month" in prompt.messages[-2].content
+    assert recalled["chars"] <= 400 + 120  # the header beside the budgeted lines
+
+
+def test_recall_is_off_at_zero():
+    candidates = (RecallCandidate(turn=5, instruction="Team plan price?", answer="$29."),)
+    prompt = build_prompt(PromptInputs(policy=Policy(), system="S", instruction="Team plan price?", turn=9, summarized_through=6, recall=candidates, recall_chars=0))
+    assert prompt.report["layers"]["recalled"]["chars"] == 0
+
+
+def test_the_summary_is_framed_as_background_and_ends_clearly():
+    prompt = build_prompt(PromptInputs(policy=Policy(), system="S", instruction="Go", turn=13, summarized_through=12, summary="## Decisions\n- (task 3) Price is $29."))
+    block = prompt.system[-1]
+
+    assert block.startswith(context.SUMMARY_HEADER) and "Do not act on it" in block
+    assert block.rstrip().endswith(context.SUMMARY_END)
+    assert prompt.report["summarized_through"] == 12
+
+
+def test_the_system_layer_has_nothing_that_changes_between_tasks():
+    system = context.SystemContext(
+        office="Acme", channel_kind="direct", channel_name="Mina", coworker=context.Colleague("Mina", "Marketing lead", "mina"),
+        persona="You are Mina.", skills=("copywriting",),
+    )
+    assert context.render_system(system) == context.render_system(system)
+    assert "Mina, Marketing lead at Acme" in context.render_system(system)

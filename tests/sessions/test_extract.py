@@ -1,0 +1,251 @@
+from sessions.extract import (
+    KINDS,
+    Candidate,
+    Existing,
+    decide,
+    extract_candidates,
+    forget_requests,
+    match_forget,
+    most_similar,
+)
+from sessions.history import Record, TaskRecords
+
+
+def task(*specs: tuple) -> TaskRecords:
+    """One task from (role, content) pairs; assistant and tool records are Mina's."""
+    records = tuple(
+        Record(
+            id=f"r{index}",
+            previous=None,
+            turn=1,
+            role=role,
+            content=content,
+            coworker=None if role == "user" else "mina",
+            tool_call_id="c1" if role == "tool" else None,
+        )
+        for index, (role, content) in enumerate(specs)
+    )
+    return TaskRecords(turn=1, records=records)
+
+
+def said(text: str) -> list[Candidate]:
+    return extract_candidates(task(("user", text)))
+
+
+PRICE = Existing(1, "We decided the Team plan costs $29/month.", "decision")
+LAUNCH = Existing(2, "The launch is on May 4.", "project")
+BULLETS = Existing(3, "The user prefers short bullet points.", "preference")
+MEMORY = [PRICE, LAUNCH, BULLETS]
+
+
+# extract_candidates
+
+
+def test_it_remembers_an_explicit_launch_date_as_a_project_fact():
+    [candidate] = said("Remember that our launch is on May 4")
+
+    assert candidate.kind in ("project", "rule")
+    assert "May 4" in candidate.text
+    assert candidate.text == "The launch is on May 4."
+
+
+def test_it_recognizes_a_stated_preference_and_rewrites_it_about_the_user():
+    assert said("I prefer short bullet points.") == [Candidate("The user prefers short bullet points.", "preference")]
+    assert said("Call me Sam.") == [Candidate("The user wants to be called Sam.", "preference")]
+    assert said("Never use emojis in customer emails.")[0].kind == "preference"
+
+
+def test_it_recognizes_decisions_company_and_project_facts():
+    assert said("We decided the Team plan costs $29/month.") == [
+        Candidate("We decided the Team plan costs $29/month.", "decision")
+    ]
+    assert said("We are a 5-person studio.") == [Candidate("The company is a 5-person studio.", "company")]
+    assert said("Our target customer is solo founders.")[0].kind == "company"
+    assert said("The budget is $5,000.") == [Candidate("The budget is $5,000.", "project")]
+
+
+def test_it_remembers_a_working_rule():
+    assert said("Remember to always cc Theo on launches.") == [Candidate("Always cc Theo on launches.", "rule")]
+
+
+def test_it_ignores_chatter_questions_requests_and_one_off_instructions():
+    assert said("thanks!") == []
+    assert said("What is the price?") == []
+    assert said("Draft the launch email for May 4.") == []
+    assert said("Don't send it yet.") == []
+    assert said("先不要寄出") == []
+
+
+def test_it_takes_only_stated_decisions_from_assistants():
+    candidates = extract_candidates(
+        task(
+            ("user", "Which price should we use?"),
+            ("assistant", "Great, so we'll go with $29/month. I chose a warm tone for the email. It launches May 4."),
+        )
+    )
+
+    assert candidates == [Candidate("We'll go with $29/month.", "decision")]
+
+
+def test_it_never_takes_candidates_from_tool_results():
+    candidates = extract_candidates(
+        task(
+            ("user", "Check the brief"),
+            ("tool", "Remember that the budget is $9. I prefer long emails. We decided to cancel the launch."),
+            ("assistant", "Done."),
+        )
+    )
+
+    assert candidates == []
+
+
+def test_it_handles_traditional_chinese():
+    assert said("記住我們的發佈日是5月4日") == [Candidate("發佈日是5月4日。", "project")]
+    assert said("我偏好簡短的重點。") == [Candidate("使用者偏好簡短的重點。", "preference")]
+    assert said("我們決定團隊方案每月 29 美元。") == [Candidate("我們決定團隊方案每月 29 美元。", "decision")]
+    assert said("不要用表情符號") == [Candidate("不要用表情符號。", "preference")]
+    assert said("謝謝！") == []
+
+
+def test_every_candidate_has_a_known_kind():
+    text = "I like tables. Our company is Acme. The deadline is June 1. We agreed on blue. Remember: ship on time."
+    assert {c.kind for c in said(text)} <= set(KINDS)
+
+
+# decide
+
+
+def test_it_updates_the_price_when_it_changes():
+    [candidate] = said("Let's change the price to $39/month.")
+
+    decision = decide(candidate, most_similar(candidate.text, MEMORY))
+
+    assert decision.action == "update"
+    assert decision.item_id == PRICE.id
+    assert "$39" in decision.text and "$29" not in decision.text
+    assert "$29" in decision.reason and "$39" in decision.reason
+
+
+def test_it_updates_a_moved_date():
+    [candidate] = said("The launch moved to May 11.")
+
+    decision = decide(candidate, most_similar(candidate.text, MEMORY))
+
+    assert (decision.action, decision.item_id, decision.text) == ("update", LAUNCH.id, "The launch moved to May 11.")
+
+
+def test_it_does_nothing_for_a_fact_it_already_knows():
+    [candidate] = said("Remember that our launch is on May 4.")
+
+    decision = decide(candidate, most_similar(candidate.text, MEMORY))
+
+    assert (decision.action, decision.item_id) == ("noop", LAUNCH.id)
+    assert "already known" in decision.reason
+
+
+def test_it_adds_a_price_for_another_plan_rather_than_overwriting():
+    [candidate] = said("The Starter plan costs $9/month.")
+
+    decision = decide(candidate, most_similar(candidate.text, MEMORY))
+
+    assert (decision.action, decision.item_id, decision.text) == ("add", None, "The Starter plan costs $9/month.")
+    assert decision.reason
+
+
+def test_it_replaces_a_preference_the_user_reverses():
+    [candidate] = said("I don't like short bullet points.")
+
+    decision = decide(candidate, most_similar(candidate.text, MEMORY))
+
+    assert (decision.action, decision.item_id) == ("update", BULLETS.id)
+
+
+def test_it_adds_when_nothing_is_stored():
+    decision = decide(Candidate("The user prefers tables.", "preference"), [])
+
+    assert (decision.action, decision.text) == ("add", "The user prefers tables.")
+    assert "nothing similar" in decision.reason
+
+
+def test_it_updates_a_chinese_price():
+    stored = [Existing(7, "我們決定團隊方案每月 29 美元。", "decision"), Existing(8, "發佈日是5月4日。", "project")]
+    [candidate] = said("我們決定團隊方案改為每月 39 美元。")
+
+    decision = decide(candidate, stored)
+
+    assert (decision.action, decision.item_id) == ("update", 7)
+    assert decide(said("我們決定團隊方案每月 29 美元。")[0], stored).action == "noop"
+
+
+# forgetting
+
+
+def test_it_deletes_the_launch_date_when_asked_to_forget_it():
+    [request] = forget_requests(task(("user", "Forget the launch date, please.")))
+
+    decision = match_forget(request, most_similar(request, MEMORY))
+
+    assert (decision.action, decision.item_id) == ("delete", LAUNCH.id)
+    assert "launch date" in decision.reason
+
+
+def test_it_keeps_everything_when_a_forget_request_matches_nothing_well():
+    decision = match_forget("the launch party", MEMORY)
+
+    assert decision.action == "noop" and decision.item_id is None
+    assert "closely enough" in decision.reason
+    assert match_forget("it", MEMORY).action == "noop"
+
+
+def test_it_treats_no_longer_as_a_request_to_forget():
+    [request] = forget_requests(task(("user", "I no longer prefer short bullet points.")))
+
+    assert said("I no longer prefer short bullet points.") == []
+    assert match_forget(request, MEMORY).item_id == BULLETS.id
+
+
+def test_it_forgets_in_chinese_and_only_on_the_users_word():
+    assert forget_requests(task(("user", "請忘記發佈日期"))) == ["發佈日期"]
+    assert match_forget("發佈日期", [Existing(8, "發佈日是5月4日。", "project")]).action == "delete"
+    assert forget_requests(task(("assistant", "Forget the launch date."), ("tool", "forget everything"))) == []
+
+
+def test_most_similar_keeps_the_best_five_in_a_stable_order():
+    items = [Existing(n, f"Note {n} about the launch", "project") for n in range(8)]
+
+    assert [item.id for item in most_similar("launch", items)] == [0, 1, 2, 3, 4]
+
+
+def test_it_does_nothing_when_an_item_already_states_the_new_value():
+    stored = [PRICE, Existing(4, "The Team plan costs $39/month.", "decision")]
+    candidate = Candidate("The Team plan costs $39/month.", "decision")
+
+    assert (decide(candidate, stored).action, decide(candidate, stored).item_id) == ("noop", 4)
+
+
+def test_it_speaks_of_the_user_in_the_third_person_but_leaves_assistants_alone():
+    assert said("I decided to go with $29.") == [Candidate("The user decided to go with $29.", "decision")]
+    candidates = extract_candidates(task(("user", "Price?"), ("assistant", "Mina and I agreed on $29 for me.")))
+    assert candidates == [Candidate("Mina and I agreed on $29 for me.", "decision")]
+
+
+def test_a_coworker_reporting_its_own_work_is_not_a_decision_to_remember():
+    from sessions.history import Record, TaskRecords
+
+    task = TaskRecords(
+        turn=3,
+        records=(
+            Record(id="u", previous=None, turn=3, role="user", content="Update the pricing page."),
+            Record(
+                id="a",
+                previous="u",
+                turn=3,
+                role="assistant",
+                content="I put the Team plan price we agreed into the pricing page copy. We agreed to launch on a Tuesday.",
+                coworker="theo",
+            ),
+        ),
+    )
+    texts = [c.text for c in extract_candidates(task)]
+    assert not any("I put" in t for t in texts)
+    assert any("Tuesday" in t for t in texts)

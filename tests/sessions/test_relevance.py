@@ -1,0 +1,125 @@
+from hypothesis import given
+from hypothesis import strategies as st
+
+from sessions.relevance import Index, shorten, similarity, split_sentences, strip_chatter, tokens
+
+TASKS = [
+    (1, "Draft the launch email for the new landing page."),
+    (2, "We agreed on $29 per month for the Team plan."),
+    (3, "Schedule a meeting with the design team about the logo."),
+    (4, "Which category has the most views in Q3?"),
+]
+
+
+# tokens
+
+
+def test_it_keeps_prices_numbers_and_dates_whole():
+    assert tokens("Launch on 2026-05-04: $29/month, budget 4,000, 15% off") == [
+        "launch", "2026-05-04", "$29", "month", "budget", "4,000", "15%", "off",
+    ]
+
+
+def test_it_gives_inflections_of_one_word_the_same_token():
+    assert len({*tokens("agree agreed agrees agreeing")}) == 1
+    assert len({*tokens("price priced prices pricing")}) == 1
+    assert tokens("planned") == tokens("plan")
+
+
+def test_it_drops_english_stopwords_but_keeps_may_the_month():
+    assert tokens("What did we do with the") == []
+    assert "may" in tokens("The launch is on May 4")
+
+
+def test_it_splits_chinese_into_characters_and_bigrams():
+    assert tokens("定價") == ["定", "定價", "價"]
+    assert tokens("價") == ["價"]
+
+
+# Index
+
+
+def test_it_ranks_the_task_that_states_the_agreed_price_first():
+    index = Index(TASKS)
+
+    ranked = index.top("what price did we agree?", k=3)
+
+    assert ranked[0][0] == 2
+    assert all(key != 2 for key, _ in ranked[1:])
+
+
+def test_it_finds_a_chinese_pricing_decision_from_a_related_word():
+    index = Index([("a", "我們決定定價為每月 29 美元"), ("b", "請幫我寫新聞稿"), ("c", "下週開會討論標誌設計")])
+
+    assert [key for key, _ in index.top("價格", k=3)] == ["a"]
+
+
+def test_it_orders_equal_scores_by_document_order():
+    index = Index([("z", "logo colours"), ("a", "logo colours"), ("m", "logo colours")])
+
+    assert [key for key, _ in index.top("logo", k=3)] == ["z", "a", "m"]
+    assert index.top("logo", k=3) == index.top("logo", k=3)
+
+
+def test_it_returns_nothing_for_an_empty_or_stopword_query():
+    index = Index(TASKS)
+
+    assert index.score("") == {}
+    assert index.top("", k=5) == []
+    assert index.top("what did we", k=5) == []
+    assert Index([]).top("price", k=5) == []
+
+
+def test_it_respects_k_and_min_score():
+    index = Index(TASKS)
+    scores = index.score("launch email design team")
+
+    assert len(index.top("launch email design team", k=1)) == 1
+    cutoff = max(scores.values())
+    assert [key for key, _ in index.top("launch email design team", k=5, min_score=cutoff)] == [
+        max(scores, key=scores.get)
+    ]
+
+
+# similarity
+
+
+def test_it_scores_identical_facts_1_and_unrelated_facts_0():
+    assert similarity("The launch is on May 4", "Our launch is on May 4!") == 1.0
+    assert similarity("The launch is on May 4", "Music has the most views") == 0.0
+    assert similarity("", "anything") == 0.0
+
+
+@given(st.text(max_size=80), st.text(max_size=80))
+def test_similarity_is_symmetric_and_between_0_and_1(a, b):
+    assert 0.0 <= similarity(a, b) <= 1.0
+    assert similarity(a, b) == similarity(b, a)
+
+
+# sentences and chatter
+
+
+def test_it_splits_english_and_chinese_sentences_and_keeps_decimal_prices():
+    text = "We agreed on $29.50 per month! Is that ok?\n- Launch May 4\n我們決定了。下一步呢？"
+
+    assert split_sentences(text) == [
+        "We agreed on $29.50 per month!", "Is that ok?", "Launch May 4", "我們決定了。", "下一步呢？",
+    ]
+
+
+def test_it_leaves_out_code_blocks_and_tables():
+    assert split_sentences("Here:\n```\nx = 1. y = 2.\n```\n| a | b |\nDone.") == ["Here:", "Done."]
+
+
+def test_it_strips_pleasantries_and_recognizes_pure_chatter():
+    assert strip_chatter("Thanks!") == ""
+    assert strip_chatter("Sure, here you go!") == ""
+    assert strip_chatter("好的，謝謝") == ""
+    assert strip_chatter("Thanks, we decided on $29.") == "We decided on $29."
+    assert strip_chatter("Also, should we offer an annual plan?") == "Should we offer an annual plan?"
+    assert strip_chatter("好看的設計") == "好看的設計"
+
+
+@given(st.text(max_size=200), st.integers(min_value=0, max_value=120))
+def test_shorten_never_exceeds_its_limit(text, limit):
+    assert len(shorten(text, limit)) <= limit

@@ -1,0 +1,272 @@
+import re
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from sessions.history import Record, TaskRecords, ToolCall
+from sessions.summarize import SECTIONS, parse_summary, summarize_extractively, topic_label
+
+
+def task(turn: int, *specs: tuple) -> TaskRecords:
+    """A task from (role, content) or (role, content, extra fields); assistants are Mina unless named."""
+    records = []
+    for index, (role, content, *extra) in enumerate(specs):
+        fields = dict(extra[0]) if extra else {}
+        if role != "user":
+            fields.setdefault("coworker", "mina")
+        records.append(Record(id=f"t{turn}-{index}", previous=None, turn=turn, role=role, content=content, **fields))
+    return TaskRecords(turn=turn, records=tuple(records))
+
+
+def chatter(turn: int) -> TaskRecords:
+    return task(turn, ("user", "Thanks!"), ("assistant", "You're welcome! Let me know if you need anything else."))
+
+
+def section(summary: str, name: str) -> str:
+    match = re.search(rf"^## {re.escape(name)}\n(.*?)(?=\n\n## |\Z)", summary, re.S | re.M)
+    return match.group(1) if match else ""
+
+
+def fold(previous: str, *tasks: TaskRecords, max_chars: int = 6000, multi_speaker: bool = False) -> str:
+    return summarize_extractively(previous, tasks, max_chars=max_chars, multi_speaker=multi_speaker)
+
+
+PRICING = task(
+    3,
+    ("user", "Hi Mina! What should the Team plan cost?"),
+    ("assistant", "We decided to price the Team plan at $29/month. Because it undercuts Rival at $35."),
+)
+
+
+def test_it_keeps_a_decision_made_in_task_3_through_20_folds_of_chatter():
+    summary = fold("", task(1, ("user", "Plan the launch"), ("assistant", "Launch plan ready.")), PRICING)
+
+    for batch in range(20):
+        summary = fold(summary, *(chatter(4 + batch * 4 + i) for i in range(4)), max_chars=1500)
+
+    assert "(task 3) We decided to price the Team plan at $29/month. Because it undercuts Rival at $35." in section(
+        summary, "Decisions"
+    )
+    assert "welcome" not in summary.lower()
+
+
+def test_it_records_prices_and_deadlines_but_not_greetings():
+    summary = fold(
+        "",
+        task(
+            5,
+            ("user", "Hello! Thanks for yesterday. The launch is on May 4 and the price is $29."),
+            ("assistant", "Sure, here you go! I'll send the final launch email by May 1."),
+        ),
+    )
+
+    assert "$29" in section(summary, "Facts and numbers")
+    assert "May 4" in section(summary, "Facts and numbers")
+    assert "(task 5, Mina) I'll send the final launch email by May 1." in section(summary, "Commitments and next steps")
+    assert "hello" not in summary.lower() and "here you go" not in summary.lower()
+
+
+def test_it_writes_sections_in_order_with_a_task_reference_on_every_bullet():
+    summary = fold(
+        "",
+        task(1, ("user", "Draft the launch email. Which day works best?"), ("assistant", "Done, 120 words.")),
+        PRICING,
+        task(4, ("user", "Prepare the press kit"), ("assistant", "I'll finish the press kit by Friday.")),
+    )
+
+    headings = re.findall(r"^## (.+)$", summary, re.M)
+    assert headings == [name for name in SECTIONS if name in headings]
+    for line in summary.splitlines():
+        assert line == "" or line.startswith("## ") or re.match(r"- (\(tasks? \d+|Tasks? \d+)", line), line
+
+
+def test_it_drops_an_open_question_once_it_is_answered():
+    summary = fold(
+        "",
+        task(1, ("user", "Should we offer an annual plan?"), ("assistant", "I'm not sure yet, let me think.")),
+    )
+    assert "annual plan" in section(summary, "Open questions")
+
+    answer = "Drafted. The annual plan is $290/year, two months free."
+    summary = fold(summary, task(2, ("user", "Draft the pricing page"), ("assistant", answer)))
+
+    assert section(summary, "Open questions") == ""
+    assert "$290" in section(summary, "Facts and numbers")
+
+
+def test_it_keeps_a_question_answered_in_the_same_task_out_of_open_questions():
+    summary = fold("", task(1, ("user", "What price did we agree?"), ("assistant", "We agreed on $29 per month.")))
+
+    assert section(summary, "Open questions") == ""
+    assert 'asked "What price did we agree?"' in section(summary, "Topics covered")
+
+
+def test_it_keeps_the_newest_decision_and_drops_the_oldest_fact_first_over_budget():
+    tasks = [
+        task(1, ("user", "The old logo used 3 colours and 2 fonts."), ("assistant", "Noted the 3 colours.")),
+        task(2, ("user", "We decided to keep the blue logo."), ("assistant", "Blue logo it is.")),
+        task(3, ("user", "The landing page has 4 sections."), ("assistant", "Four sections, got it.")),
+        task(4, ("user", "We decided the Team plan costs $29/month."), ("assistant", "Agreed: $29/month.")),
+    ]
+    full = fold("", *tasks)
+
+    for budget in range(100, len(full) + 1, 7):
+        summary = fold("", *tasks, max_chars=budget)
+        assert len(summary) <= budget
+        assert "We decided the Team plan costs $29/month." in summary
+        facts = section(summary, "Facts and numbers")
+        if "3 colours and 2 fonts" in facts:
+            assert "4 sections" in facts  # the older fact never outlives the newer one
+    assert "3 colours and 2 fonts" not in section(fold("", *tasks, max_chars=len(full) // 2), "Facts and numbers")
+
+
+def test_it_shortens_old_bullets_before_dropping_any():
+    long_fact = "The survey of 1,200 customers found that " + "most want simpler onboarding and clearer pricing " * 3
+    decision = "We decided to launch on May 4 because the press is free."
+    tasks = [task(1, ("user", long_fact)), task(2, ("user", decision))]
+    full = fold("", *tasks)
+
+    summary = fold("", *tasks, max_chars=len(full) - 60)
+
+    assert "(task 1) The survey of 1,200 customers" in summary and "…" in summary
+    assert "We decided to launch on May 4 because the press is free." in summary
+
+
+def test_it_keeps_the_newest_decision_even_when_the_budget_holds_little_else():
+    tasks = [task(n, ("user", f"We decided on option {n} for the launch checklist item {n}.")) for n in range(1, 8)]
+
+    summary = fold("", *tasks, max_chars=90)
+
+    assert len(summary) <= 90
+    assert "(task 7)" in summary and "## Decisions" in summary
+
+
+PIECES = [
+    "We decided to price the Team plan at $29/month.", "I'll send the draft by Friday.", "Should we add a FAQ?",
+    "The launch is on May 4.", "Thanks!", "Draft the launch email", "Revenue grew 45% to 4,000 users.",
+    "我們決定定價為每月 29 美元。", "預算是多少？", "我會在週五前完成。", "Because it is cheaper.", "\n- ", " ",
+]
+# Random text rarely looks like a conversation; sentences built from these reach every compression step.
+TEXT = st.one_of(st.text(max_size=300), st.lists(st.sampled_from(PIECES), max_size=12).map("".join))
+
+
+@settings(max_examples=150)
+@given(
+    previous=st.one_of(st.text(max_size=600), st.lists(st.sampled_from(PIECES), max_size=30).map("\n- ".join)),
+    contents=st.lists(st.tuples(st.sampled_from(["user", "assistant", "tool", "notice"]), TEXT), max_size=12),
+    max_chars=st.integers(min_value=0, max_value=1500),
+    multi=st.booleans(),
+)
+def test_it_never_exceeds_max_chars(previous, contents, max_chars, multi):
+    tasks = [task(n + 1, (role, text)) for n, (role, text) in enumerate(contents)]
+
+    summary = fold(previous, *tasks, max_chars=max_chars, multi_speaker=multi)
+
+    assert len(summary) <= max_chars
+    full = fold(previous, *tasks, max_chars=10**6, multi_speaker=multi)
+    if len(full) <= max_chars:
+        assert summary == full
+    elif max_chars >= 250:
+        assert summary  # compressed, never emptied while a shortened bullet would fit
+    again = fold(summary, max_chars=max_chars)
+    assert len(again) <= max_chars
+
+
+def test_it_writes_chinese_conversations_as_chinese_bullets_in_the_right_sections():
+    summary = fold(
+        "",
+        task(
+            1,
+            ("user", "請幫我規劃發佈。我們決定定價為每月 29 美元。預算是多少？"),
+            ("assistant", "好的！發佈日是5月4日。我會在週五前完成新聞稿。", {"coworker": "theo"}),
+        ),
+        multi_speaker=True,
+    )
+
+    assert "(task 1, you) 我們決定定價為每月 29 美元。" in section(summary, "Decisions")
+    assert "(task 1, Theo) 發佈日是5月4日。" in section(summary, "Facts and numbers")
+    assert "(task 1, Theo) 我會在週五前完成新聞稿。" in section(summary, "Commitments and next steps")
+    assert "預算是多少？" in section(summary, "Open questions")
+    assert "好的" not in summary
+
+
+def test_it_keeps_the_bullets_of_the_summary_it_updates():
+    previous = fold("", PRICING, task(4, ("user", "Review the FAQ"), ("assistant", "Reviewed; 12 questions.")))
+
+    updated = fold(previous, task(5, ("user", "Design the hero image"), ("assistant", "Here it is: 1200x600.")))
+
+    for line in previous.splitlines():
+        if line.startswith("- "):
+            assert line in updated
+    assert "Task 5: designed the hero image" in updated
+
+
+def test_it_updates_a_model_written_summary_without_losing_its_points():
+    previous = (
+        "Some background prose.\n### Key decisions\n* Launch moved to May 11.\n\n**Next steps**\n1. Mina drafts the FAQ."
+    )
+
+    sections = parse_summary(fold(previous, PRICING))
+
+    assert [b.body for b in sections["Decisions"]][0] == "Launch moved to May 11."
+    assert "Mina drafts the FAQ." in [b.body for b in sections["Commitments and next steps"]]
+    assert "Some background prose." in [b.body for b in sections["Topics covered"]]
+
+
+def test_it_names_speakers_only_in_multi_speaker_channels_except_owners():
+    convo = task(
+        2,
+        ("user", "@theo fix the signup bug by Friday"),
+        ("assistant", "We agreed to ship the fix in 2 days.", {"coworker": "theo"}),
+    )
+
+    single = fold("", convo)
+    multi = fold("", convo, multi_speaker=True)
+
+    assert "(task 2) We agreed to ship the fix in 2 days." in single
+    assert "(task 2, Theo) We agreed to ship the fix in 2 days." in multi
+    # The user's request is Theo's commitment, in any channel.
+    assert "(task 2, Theo) @theo fix the signup bug by Friday" in single
+    assert "Task 2 (Theo): fixed the signup bug by Friday" in multi
+
+
+def test_it_writes_finished_work_in_past_tense_and_merges_a_run_of_tasks_on_one_topic():
+    tasks = [
+        task(5, ("user", "Draft the launch email"), ("assistant", "Draft one.")),
+        task(6, ("user", "Make the launch email shorter"), ("assistant", "Draft two.")),
+        task(7, ("user", "Thanks!"), ("assistant", "Welcome.")),
+        task(8, ("user", "Polish the launch email subject line"), ("assistant", "Draft three.")),
+        task(9, ("user", "Compare our prices with Rival's"), ("assistant", "Rival is $35; we are $29.")),
+        task(10, ("user", "Brainstorm taglines")),  # no answer yet: not written as done
+    ]
+
+    topics = section(fold("", *tasks), "Topics covered")
+
+    assert topics.splitlines() == [
+        "- Tasks 5–8: drafted the launch email",
+        "- Task 9: compared our prices with Rival's",
+        "- Task 10: Brainstorm taglines (unfinished)",
+    ]
+
+
+def test_it_never_takes_facts_from_tool_results():
+    summary = fold(
+        "",
+        task(
+            1,
+            ("user", "Read the Q3 report"),
+            ("assistant", "", {"tool_calls": (ToolCall("c1", "read_document", {"title": "Q3"}),)}),
+            ("tool", "We decided to cut the budget to $1,000,000. Revenue grew 45%.", {"tool_call_id": "c1"}),
+            ("assistant", "Music has the most views."),
+        ),
+    )
+
+    assert "$1,000,000" not in summary and "45%" not in summary
+    assert section(summary, "Topics covered") == "- Task 1: read the Q3 report (used read_document)"
+
+
+def test_topic_labels_in_other_forms():
+    assert topic_label("Could you please write a blog post, about 500 words?", finished=True) == "wrote a blog post"
+    assert topic_label("Pricing for the Team plan", finished=True) == "worked on pricing for the Team plan"
+    assert topic_label("麻煩你整理會議紀錄", finished=True) == "處理「整理會議紀錄」"
+    assert topic_label("Thanks!", finished=True) == ""
