@@ -113,6 +113,16 @@ class RecallCandidate:
     instruction: str
     answer: str
     coworker: str | None = None
+    # How much of the instruction's informative vocabulary the task shares (0 to 1, rarer terms weigh more).
+    coverage: float = 1.0
+
+
+# Recall only what clearly bears on the instruction: a stray shared word is not enough.
+RECALL_MIN_COVERAGE = 0.6
+# Of a recalled answer, the sentences that bear on the instruction, up to this many characters.
+RECALL_ANSWER_CHARS = 400
+# The few old tasks that bear on the instruction, not a second history.
+RECALL_MAX_TASKS = 2
 
 
 @dataclass(frozen=True)
@@ -302,19 +312,30 @@ def plan_window(
     def total() -> int:
         return sum(sizes[t][levels[t]] for t in levels)
 
-    if total() > budget:
-        if same_epoch:
-            # Downgrade newest-side first (the task before the newest, then back), keeping the prefix.
-            order = list(reversed(window[:-1])) + window[-1:]
-        else:
-            # A fresh epoch (after a fold): oldest tool results are the least likely to matter.
-            order = list(window)
-        for level in (TOOLS_DIGESTED, SHORTENED):
-            for turn in order:
-                if total() <= budget:
-                    break
-                if LEVELS.index(levels[turn]) < LEVELS.index(level):
-                    levels[turn] = level
+    # The session's first epoch has no fold to plan at: its first overflow plans like one.
+    first_overflow = boundary == 0 and all(level == FULL for level in levels.values()) and total() > budget
+    if same_epoch and not first_overflow:
+        # Downgrade newest-side first (the task before the newest, then back): the change
+        # lands near the end of the prompt, and everything before it stays a cache hit.
+        order, target = list(reversed(window[:-1])) + window[-1:], budget
+    else:
+        # A fresh epoch, or the first time this one overflows (the prefix changes here
+        # anyway, once): digest the oldest tool results
+        # first (they matter least) and leave room for the tasks the window will gain
+        # before the next fold, so those can simply be appended.
+        order, target = list(window), budget - _room_for_growth(policy, sizes, window)
+    # A fresh plan takes one step at a time across the window (oldest tool results first);
+    # a downgrade between folds exhausts one task before reaching back to an older one.
+    steps = (
+        [(turn, level) for turn in order for level in (TOOLS_DIGESTED, SHORTENED)]
+        if same_epoch and not first_overflow
+        else [(turn, level) for level in (TOOLS_DIGESTED, SHORTENED) for turn in order]
+    )
+    for turn, level in steps:
+        if total() <= target:
+            break
+        if LEVELS.index(levels[turn]) < LEVELS.index(level):
+            levels[turn] = level
     # Fold early: the oldest tasks leave the window (never the newest: it is the freshest context).
     while total() > budget and len(levels) > 1:
         oldest = min(levels)
@@ -328,6 +349,20 @@ def plan_window(
             "even shortened"
         )
     return WindowPlan(boundary=boundary, levels=dict(sorted(levels.items())))
+
+
+def _room_for_growth(policy: Policy, sizes: Mapping[int, Mapping[str, int]], window: list[int]) -> int:
+    """Characters the tasks still to come before the next fold will likely need (the window's average).
+
+    The average, not the largest: reserving more shrinks the cached part of every
+    request in the epoch, which costs more than the odd mid-epoch downgrade.
+    """
+    to_come = policy.detailed_tasks + policy.fold_batch - 1 - len(window)
+    if to_come <= 0 or not window:
+        return 0
+    average = sum(sizes[t][FULL] for t in window) // len(window)
+    # Never reserve so much that today's tasks are squeezed below half the budget.
+    return min(to_come * average, policy.detailed_chars // 2)
 
 
 # Rendering ---------------------------------------------------------------------
@@ -518,14 +553,21 @@ def _recall_block(
         lines.append("Memory added since the summary:")
         lines.extend(_memory_line(m) for m in fresh)
     if budget > 0 and candidates and instruction:
-        scores = relevance.Index([(c.turn, f"{c.instruction}\n{c.answer}") for c in candidates]).score(instruction)
-        for candidate in sorted(candidates, key=lambda c: (-scores.get(c.turn, 0.0), -c.turn)):
-            if scores.get(candidate.turn, 0.0) <= 0:
+        # The same request made more than once: its latest answer is the one that counts.
+        latest: dict[str, RecallCandidate] = {}
+        for candidate in sorted(candidates, key=lambda c: c.turn):
+            latest[" ".join(relevance.tokens(candidate.instruction))] = candidate
+        unique = list(latest.values())
+        scores = relevance.Index([(c.turn, f"{c.instruction}\n{c.answer}") for c in unique]).score(instruction)
+        for candidate in sorted(unique, key=lambda c: (-scores.get(c.turn, 0.0), -c.turn)):
+            if scores.get(candidate.turn, 0.0) <= 0 or candidate.coverage < RECALL_MIN_COVERAGE:
+                continue
+            if len(turns) >= RECALL_MAX_TASKS:
                 break
             who = f" ({candidate.coworker})" if candidate.coworker else ""
             line = (
                 f"- Task {candidate.turn}{who}: {shorten(candidate.instruction, 300)} → "
-                f"{shorten(candidate.answer, 900)}"
+                f"{snippet(candidate.answer, instruction, RECALL_ANSWER_CHARS)}"
             )
             if used + len(line) + 1 > budget:
                 continue
@@ -536,6 +578,25 @@ def _recall_block(
         return [], ""
     turns.sort()
     return turns, f"{RECALL_HEADER} (older tasks that bear on this instruction; for reference only)\n" + "\n".join(lines)
+
+
+def snippet(text: str, query: str, limit: int) -> str:
+    """The sentences of `text` most relevant to `query`, in their original order, within `limit`."""
+    if len(text) <= limit:
+        return text
+    sentences = relevance.split_sentences(text) or [text]
+    scores = relevance.Index(list(enumerate(sentences))).score(query)
+    ranked = sorted(range(len(sentences)), key=lambda i: (-scores.get(i, 0.0), i))
+    chosen: list[int] = []
+    used = 0
+    for i in ranked:
+        if used + len(sentences[i]) + 1 > limit:
+            continue
+        chosen.append(i)
+        used += len(sentences[i]) + 1
+    if not chosen:
+        return shorten(text, limit)
+    return " ".join(sentences[i] for i in sorted(chosen)) + (" …" if len(chosen) < len(sentences) else "")
 
 
 # The report ---------------------------------------------------------------------------

@@ -71,6 +71,15 @@ _COMPANY = re.compile(
     r"|我們(?:公司|的客戶|的目標客戶|是一家)|公司(?:是|名)|目標客(?:戶|群)",
     re.I,
 )
+# "We position against Northwind Studio", "We promise a reply within 4 hours": how the company
+# works, stated as a plain present-tense fact. Not plans, wishes or maybes ("we should", "we'll").
+_WE_POLICY = re.compile(
+    r"^(?:we|our team)\s+(?!(?:will|would|should|could|might|may|can|can't|cannot|must|need|needs|want|wanted|"
+    r"have|had|has|are|were|was|do|did|don't|didn't|just|also|still|probably|maybe|think|thought|hope|"
+    r"saw|got|made|tried|talked|discussed|went)\b)[a-z]+s?\b(?!\s+to\s+be\b)"
+    r"|^我們的?(?:一律|固定|只|都|承諾|主打|定位|目標|原則|政策)",
+    re.I,
+)
 _PROJECT = re.compile(
     r"\b(?:launch\w*|deadline|due|budget|pric\w*|costs?|release\w*|ship\w*|milestone|kickoff|demo|go-live|plan)\b"
     r"|上線|發佈|發布|截止|預算|價格|定價|里程碑|方案",
@@ -194,7 +203,7 @@ def _kind(text: str, *, remembered: bool) -> str | None:
         return "decision"
     first_word = text.split(" ", 1)[0].lower()
     imperative = first_word in PAST or first_word in ("please", "can", "could", "would", "let's", "lets")
-    if _COMPANY.search(text) and not imperative:
+    if (_COMPANY.search(text) or _WE_POLICY.search(text)) and not imperative:
         return "company"
     if _values(text)[0] and _PROJECT.search(text) and _STATEMENT.search(text) and not imperative:
         return "project"
@@ -202,8 +211,8 @@ def _kind(text: str, *, remembered: bool) -> str | None:
 
 
 def _from_user(text: str) -> Candidate | None:
-    if _FORGET.match(text) or _NO_LONGER.search(text):
-        return None  # a forget request, handled by forget_requests
+    if _FORGET.match(text) or (_NO_LONGER.search(text) and not DECISION.search(text)):
+        return None  # a forget request, handled by forget_requests ("no more debate" after a decision is not one)
     remembered = _REMEMBER.match(text)
     body = (remembered.group(1) or remembered.group(2)) if remembered else text
     kind = _kind(body, remembered=bool(remembered))
@@ -306,7 +315,7 @@ def forget_requests(task: TaskRecords) -> list[str]:
             text = strip_chatter(sentence).rstrip(" .。!！")
             if match := _FORGET.match(text):
                 out.append((match.group(1) or match.group(2)).strip())
-            elif _NO_LONGER.search(text):
+            elif _NO_LONGER.search(text) and not DECISION.search(text):
                 # "I no longer like emojis" asks to forget "I like emojis".
                 out.append(_NO_LONGER.sub(" ", text).strip())
     return [text for text in out if text]

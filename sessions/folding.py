@@ -15,9 +15,9 @@ from django.db import IntegrityError, transaction
 from coworkers.providers import CompletionRequest, Provider, get_provider
 
 from . import context, history, summarize
-from .models import Message, Session, SummaryVersion, Task
+from .models import Session, SummaryVersion, Task
 from .prompts import answering_coworker, latest_summary, resolve_policy
-from .services import record_from_row
+from .services import record_from_row, task_messages
 
 log = logging.getLogger(__name__)
 
@@ -64,7 +64,7 @@ def fold_summary(*, session_id: int, through_turn: int, provider: Provider | Non
         return None
     policy = resolve_policy(session.channel, answering_coworker(session.channel, session))
     max_chars = context.summary_room(policy)
-    rows = Message.objects.filter(session=session, turn__gt=done, turn__lte=through_turn).order_by("position")
+    rows = task_messages(session, turn__gt=done, turn__lte=through_turn)
     tasks = history.group_tasks([record_from_row(row) for row in rows])
     if not tasks:
         return None

@@ -17,9 +17,9 @@ from langchain_core.messages import HumanMessage
 from coworkers.providers import CompletionRequest, Provider, ProviderError, get_provider
 
 from . import extract, history, relevance
-from .models import MemoryEvent, MemoryItem, Message, Task
+from .models import MemoryEvent, MemoryItem, Task
 from .prompts import answering_coworker, resolve_policy
-from .services import record_from_row
+from .services import record_from_row, task_messages
 
 log = logging.getLogger(__name__)
 
@@ -38,7 +38,7 @@ def extract_memory(*, task_id: int, provider: Provider | None = None) -> list[Me
     task = Task.objects.select_related("session__channel__office").filter(pk=task_id).first()
     if task is None or task.memory_extracted_at is not None:
         return []
-    rows = Message.objects.filter(session=task.session, turn=task.turn).order_by("position")
+    rows = task_messages(task.session, turn=task.turn)
     records = history.TaskRecords(turn=task.turn, records=tuple(record_from_row(row) for row in rows))
     if not records.records:
         return []

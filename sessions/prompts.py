@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
+from django.db import connection
 from django.db.models import Q
 
 from coworkers.models import Coworker
@@ -17,12 +18,12 @@ from office.models import Channel
 from . import context, history, relevance
 from .models import ContextPolicy, MemoryItem, Message, RecallTerm, Session, SummaryVersion, Task
 from .policy import Policy, default_policy, with_overrides
-from .services import record_from_row
+from .services import record_from_row, task_messages
 
 # Recall reads at most this many postings for at most this many instruction terms.
 RECALL_TERMS = 8
 RECALL_POSTINGS = 50
-RECALL_CANDIDATES = 6
+RECALL_CANDIDATES = 4
 # Memory is read newest first, pinned always; a prompt never needs more than this many items.
 MEMORY_ROWS = 200
 
@@ -100,7 +101,7 @@ def load_prompt_inputs(
     summarized_through = summary.through_turn if summary else 0
 
     # Everything not yet summarized, before the current task: the window and any pending digests.
-    rows = Message.objects.filter(session=session, turn__gt=summarized_through, turn__lt=turn).order_by("position")
+    rows = task_messages(session, turn__gt=summarized_through, turn__lt=turn)
     tasks = tuple(history.group_tasks([record_from_row(row) for row in rows]))
 
     previous_report = (
@@ -153,25 +154,24 @@ def memory_in_scope(channel: Channel, coworker: Coworker | None) -> list[MemoryI
 def find_recall_candidates(session: Session, instruction: str, *, through: int) -> list[context.RecallCandidate]:
     """Older summarized tasks that share the instruction's rarer terms, best first."""
     terms = sorted(set(relevance.tokens(instruction)), key=lambda t: (-len(t), t))[:RECALL_TERMS]
+    postings: dict[str, list[tuple[int, float]]] = {term: [] for term in terms}
+    for term, turn, weight in newest_postings(session.pk, terms, through=through):
+        postings[term].append((turn, weight))
     scores: dict[int, float] = {}
-    for term in terms:
-        postings = list(
-            RecallTerm.objects.filter(session=session, term=term, turn__lte=through)
-            .order_by("-turn")
-            .values_list("turn", "weight")[:RECALL_POSTINGS]
-        )
-        if not postings:
-            continue
-        # A term found in many tasks says little about any one of them.
-        rarity = math.log(1 + through / len(postings))
-        for turn, weight in postings:
+    covered: dict[int, float] = {}
+    vocabulary = 0.0
+    for term, found in postings.items():
+        # A term found in many tasks says little about any one of them; one found in none
+        # is something new, and still part of what the instruction is about.
+        rarity = math.log(1 + through / len(found)) if found else math.log(1 + through)
+        vocabulary += rarity
+        for turn, weight in found:
             scores[turn] = scores.get(turn, 0.0) + weight * rarity
+            covered[turn] = covered.get(turn, 0.0) + rarity
     best = sorted(scores, key=lambda t: (-scores[t], -t))[:RECALL_CANDIDATES]
     if not best:
         return []
-    rows = Message.objects.filter(
-        session=session, turn__in=best, role__in=[Message.Role.USER, Message.Role.ASSISTANT]
-    ).order_by("position")
+    rows = task_messages(session, turn__in=best).filter(role__in=[Message.Role.USER, Message.Role.ASSISTANT])
     by_turn: dict[int, list[history.Record]] = {}
     for row in rows:
         by_turn.setdefault(row.turn, []).append(record_from_row(row))
@@ -179,8 +179,30 @@ def find_recall_candidates(session: Session, instruction: str, *, through: int) 
     for turn in best:
         task = history.TaskRecords(turn=turn, records=tuple(by_turn.get(turn, ())))
         who = next((r.coworker for r in task.records if r.coworker), None)
-        candidates.append(context.RecallCandidate(turn, task.instruction, task.final_answer, who))
+        coverage = covered[turn] / vocabulary if vocabulary else 0.0
+        candidates.append(context.RecallCandidate(turn, task.instruction, task.final_answer, who, coverage))
     return candidates
+
+
+def newest_postings(session_id: int, terms: list[str], *, through: int) -> list[tuple[str, int, float]]:
+    """The newest RECALL_POSTINGS postings of each term, in one query.
+
+    Each term is its own `ORDER BY turn DESC LIMIT n` walk down the (session, term,
+    -turn) index, so the database reads at most n entries a term, however long the
+    session. (The ORM cannot put LIMIT inside a UNION on SQLite, hence the SQL.)
+    """
+    if not terms:
+        return []
+    table = RecallTerm._meta.db_table
+    one_term = (
+        f"SELECT * FROM (SELECT term, turn, weight FROM {table} "
+        "WHERE session_id = %s AND term = %s AND turn <= %s ORDER BY turn DESC LIMIT %s) AS t{n}"
+    )
+    sql = " UNION ALL ".join(one_term.format(n=n) for n in range(len(terms)))
+    params = [value for term in terms for value in (session_id, term, through, RECALL_POSTINGS)]
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        return [(term, turn, weight) for term, turn, weight in cursor.fetchall()]
 
 
 def index_task_terms(session: Session, task: history.TaskRecords) -> None:
@@ -203,3 +225,14 @@ def build_for_task(
 ) -> context.Prompt:
     inputs = load_prompt_inputs(session=session, instruction=instruction, turn=turn, coworker=coworker, current=current)
     return context.build_prompt(inputs)
+
+
+def build_for_stored_task(task: Task, *, coworker: Coworker | None = None, current=()) -> context.Prompt:
+    """Build the prompt for a stored task (its instruction is its first message) and keep the report on it."""
+    instruction = (
+        task_messages(task.session, turn=task.turn).filter(role=Message.Role.USER).values_list("content", flat=True).first()
+    ) or ""
+    prompt = build_for_task(session=task.session, instruction=instruction, turn=task.turn, coworker=coworker, current=current)
+    task.prompt_report = prompt.report
+    task.save(update_fields=["prompt_report"])
+    return prompt

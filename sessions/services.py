@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Iterable, Iterator
 
 from django.db import IntegrityError, transaction
+from django.db.models import QuerySet
 from django.utils import timezone
 
 from office.models import Channel
@@ -141,6 +142,16 @@ def _append_locked(
 
 
 # Reading -------------------------------------------------------------------
+
+
+def task_messages(session: Session, **turns) -> QuerySet[Message]:
+    """Messages of some of a session's tasks (`turn=…`, `turn__gt=…`, `turn__in=…`), in chain order.
+
+    Ordered by turn, then position: turns never decrease along the chain, so this is
+    the chain's order, and it keeps the database on the (session, turn) index. Ordered
+    by position alone, SQLite reads every message of the session to avoid a sort.
+    """
+    return Message.objects.filter(session=session, **turns).order_by("turn", "position")
 
 
 def load_records(session: Session) -> list[history.Record]:

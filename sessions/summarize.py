@@ -29,8 +29,9 @@ MONTHS = (
 )
 DECISION = re.compile(
     r"\b(?:decided|agreed|approved|chose|chosen|settled on|signed off|finali[sz]ed|go(?:ing)? with|decision\s*:"
-    r"|let'?s (?:go with|use|change|switch|set|make|move|pick|keep|stick with|price))\b"
-    r"|決定|同意|確定|選擇|選定|拍板|定案|就用",
+    r"|let'?s (?:go with|use|change|switch|set|make|move|pick|keep|stick with|price)"
+    r"|(?:we're|we are|we'll) (?:calling|naming|call|name) (?:it|the \w+))\b"
+    r"|決定|同意|確定|選擇|選定|拍板|定案|就用|定為|就定|就叫",
     re.I,
 )
 NOT_DECIDED = re.compile(

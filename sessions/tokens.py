@@ -4,25 +4,21 @@ Pure. The providers record the real token usage of each call; this is only the e
 """
 
 import math
+import re
 
 
-def _is_cjk(char: str) -> bool:
-    code = ord(char)
-    return (
-        0x1100 <= code <= 0x11FF  # Hangul Jamo
-        or 0x2E80 <= code <= 0x9FFF  # radicals, CJK punctuation, kana, Unified Ideographs and Extension A
-        or 0xA960 <= code <= 0xA97F  # Hangul Jamo Extended-A
-        or 0xAC00 <= code <= 0xD7FF  # Hangul syllables
-        or 0xF900 <= code <= 0xFAFF  # Compatibility Ideographs
-        or 0xFE30 <= code <= 0xFE4F  # CJK compatibility forms
-        or 0xFF00 <= code <= 0xFFEF  # fullwidth and halfwidth forms
-        or 0x20000 <= code <= 0x3FFFF  # Extensions B and later
-    )
+# Hangul Jamo; radicals, CJK punctuation, kana, Unified Ideographs and Extension A; Hangul
+# Jamo Extended-A; Hangul syllables; Compatibility Ideographs; CJK compatibility forms;
+# fullwidth and halfwidth forms; Extensions B and later. One regex: counting in C, not per character in Python.
+_CJK = re.compile(
+    "[\u1100-\u11ff\u2e80-\u9fff\ua960-\ua97f\uac00-\ud7ff\uf900-\ufaff\ufe30-\ufe4f\uff00-\uffef"
+    "\U00020000-\U0003ffff]"
+)
 
 
 def estimate_tokens(text: str) -> int:
     """About 4 characters a token for English and other alphabetic text, about 1 a character for CJK."""
     if not text:
         return 0
-    cjk = sum(1 for char in text if _is_cjk(char))
+    cjk = len(_CJK.findall(text))
     return cjk + math.ceil((len(text) - cjk) / 4)

@@ -12,13 +12,13 @@ from coworkers.providers import Provider
 
 from . import folding, history, memory, prompts, tasks
 from .models import Message, Session, Task
-from .services import record_from_row
+from .services import record_from_row, task_messages
 
 
 def after_task(task: Task) -> None:
     """Call once a task has finished (done, failed or stopped), inside or outside a transaction."""
     session = task.session
-    rows = Message.objects.filter(session=session, turn=task.turn).order_by("position")
+    rows = task_messages(session, turn=task.turn)
     prompts.index_task_terms(session, history.TaskRecords(task.turn, tuple(record_from_row(r) for r in rows)))
     tasks.extract_task_memory.enqueue(task.pk)
     target = folding.fold_target(session, completed=task.turn)

@@ -173,15 +173,29 @@ def test_each_prompt_begins_with_the_whole_previous_prompt_between_folds():
             assert serialized(current).startswith(serialized(previous))
 
 
-def test_over_budget_between_folds_only_the_newest_side_changes():
-    sim = Simulation(Policy(detailed_chars=10_000, detailed_tasks=8, fold_batch=4), [2_500] * 12).run()
+def test_after_a_fold_the_plan_leaves_room_so_later_tasks_just_append():
+    sim = Simulation(Policy(detailed_chars=20_000, detailed_tasks=8, fold_batch=4), [2_500] * 24).run()
 
-    for previous, current in zip(sim.prompts, sim.prompts[1:]):
-        if current.report["summarized_through"] != previous.report["summarized_through"]:
-            continue
-        shared = len(_common_prefix(serialized(previous), serialized(current)))
-        # Everything before the task preceding the newest is untouched.
-        assert shared >= len(serialized(previous)) - 2 * 2_600
+    appended = 0
+    for previous, current in zip(sim.prompts[12:], sim.prompts[13:]):
+        if current.report["summarized_through"] == previous.report["summarized_through"]:
+            assert serialized(current).startswith(serialized(previous))
+            appended += 1
+    assert appended == 9  # three epochs after the first fold: every request between folds appends
+    assert all(p.report["layers"]["recent"]["chars"] <= 20_000 for p in sim.prompts)
+
+
+def test_a_surprise_between_folds_changes_only_the_newest_side():
+    sizes = [2_500] * 13 + [5_000, 2_500]
+    sim = Simulation(Policy(detailed_chars=20_000, detailed_tasks=8, fold_batch=4), sizes).run()
+    previous, current = sim.prompts[-2], sim.prompts[-1]  # the big task 14 arrives in the window
+
+    assert current.report["summarized_through"] == previous.report["summarized_through"]
+    shared = len(_common_prefix(serialized(previous), serialized(current)))
+    window_before_newest = serialized(previous)
+    # Everything up to the task before the newest (task 13) is untouched.
+    task_13_starts = window_before_newest.index("human:Instruction 13")
+    assert shared >= task_13_starts
 
 
 def _common_prefix(a: str, b: str) -> str:
@@ -296,3 +310,30 @@ def test_the_system_layer_has_nothing_that_changes_between_tasks():
     )
     assert context.render_system(system) == context.render_system(system)
     assert "Mina, Marketing lead at Acme" in context.render_system(system)
+
+
+def test_a_recalled_answer_keeps_the_sentences_that_answer_the_question():
+    answer = (
+        "Noted: the two comparison posts did best. The podcast sponsorship brought fewer clicks than expected. "
+        "Respondents liked the shared task board. " * 6
+        + "For the record, the Team plan costs $29 a month."
+    )
+    short = context.snippet(answer, "What does the Team plan cost?", 200)
+
+    assert "$29 a month" in short and len(short) <= 202
+
+
+def test_recall_shows_the_latest_answer_to_a_repeated_request_and_only_a_few_tasks():
+    candidates = (
+        RecallCandidate(turn=3, instruction="Prepare the weekly support summary", answer="Week 1: 40 tickets."),
+        RecallCandidate(turn=9, instruction="Prepare the weekly support summary", answer="Week 2: 55 tickets."),
+        RecallCandidate(turn=5, instruction="Summarize the support tickets by plan", answer="Most support tickets came from Starter."),
+        RecallCandidate(turn=7, instruction="Weekly support rota", answer="Omar covers weekend support."),
+    )
+    prompt = build_prompt(
+        PromptInputs(policy=Policy(), system="S", instruction="Prepare the weekly support summary", turn=30, summarized_through=20, recall=candidates)
+    )
+    recalled = prompt.report["layers"]["recalled"]["tasks"]
+
+    assert 9 in recalled and 3 not in recalled
+    assert len(recalled) <= context.RECALL_MAX_TASKS

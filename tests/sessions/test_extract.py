@@ -1,3 +1,4 @@
+import pytest
 from sessions.extract import (
     KINDS,
     Candidate,
@@ -249,3 +250,42 @@ def test_a_coworker_reporting_its_own_work_is_not_a_decision_to_remember():
     texts = [c.text for c in extract_candidates(task)]
     assert not any("I put" in t for t in texts)
     assert any("Tuesday" in t for t in texts)
+
+
+@pytest.mark.parametrize(
+    "said, kept",
+    [
+        ("We position against Northwind Studio, not the big suites.", "Northwind Studio"),
+        ("We promise enterprise customers a first reply within 4 hours.", "within 4 hours"),
+        ("我們承諾企業客戶在 4 小時內首次回覆。", "4 小時"),
+    ],
+)
+def test_a_plain_statement_of_how_we_work_is_remembered(said, kept):
+    from sessions.history import Record, TaskRecords
+
+    task = TaskRecords(1, (Record(id="u", previous=None, turn=1, role="user", content=said),))
+    assert [c.kind for c in extract_candidates(task) if kept in c.text] == ["company"]
+
+
+@pytest.mark.parametrize("said", ["We should probably rethink the pricing page.", "We'll ship on Friday.", "We need a new logo.", "We talked about it yesterday."])
+def test_plans_wishes_and_chatter_about_us_are_not(said):
+    from sessions.history import Record, TaskRecords
+
+    task = TaskRecords(1, (Record(id="u", previous=None, turn=1, role="user", content=said),))
+    assert extract_candidates(task) == []
+
+
+@pytest.mark.parametrize(
+    "said, kept",
+    [
+        ("We're calling the product Lumen Desk. That's final, no more naming debates.", "Lumen Desk"),
+        ("產品名稱就定為 Lumen Desk，不再討論。", "Lumen Desk"),
+        ("我們的定位對手是 Northwind Studio，不是那些大型套裝軟體。", "Northwind Studio"),
+    ],
+)
+def test_a_settled_name_or_position_is_remembered_not_taken_for_a_forget_request(said, kept):
+    from sessions.history import Record, TaskRecords
+
+    task = TaskRecords(1, (Record(id="u", previous=None, turn=1, role="user", content=said),))
+    assert any(kept in c.text for c in extract_candidates(task))
+    assert forget_requests(task) == []

@@ -10,7 +10,7 @@ from django.test.utils import CaptureQueriesContext
 
 from coworkers.providers import ProviderError
 from coworkers.providers.offline import OfflineResponder
-from coworkers.providers.scripted import Fail, Reply, ScriptedProvider
+from coworkers.providers.scripted import Fail, ScriptedProvider
 from office.models import Channel
 from sessions import context, folding, history, jsonl, memory, prompts, services, upkeep
 from sessions.models import ContextPolicy, MemoryEvent, MemoryItem, Session, SummaryVersion, Task
@@ -242,3 +242,15 @@ def test_show_prompt_reads_well_for_a_person(direct_channel):
     assert text.startswith("Prompt for task 4:")
     assert "recent" in text and "detailed: 1, 2, 3" in text
     assert "[user]\n(the next instruction)" in text
+
+
+def test_a_stored_tasks_report_is_kept_on_the_task_and_the_next_build_continues_its_plan(direct_channel):
+    session = imported(direct_channel, 5)
+    task, _ = services.start_task(session=session, instruction="What did we agree on price?")
+
+    prompt = prompts.build_for_stored_task(task)
+    task.refresh_from_db()
+
+    assert task.prompt_report == prompt.report
+    assert task.prompt_report["layers"]["current"]["chars"] == len("What did we agree on price?")
+    assert task.prompt_report["plan"]["levels"] == {str(t): "full" for t in range(1, 6)}

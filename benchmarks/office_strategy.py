@@ -1,0 +1,113 @@
+"""The app's own context builder as a benchmark strategy: the real database path, end to end.
+
+Each task is stored as the app stores it (the instruction first, then every
+step), the prompt is loaded and built as for a live task (timed, loading
+included), and after the task the same upkeep runs: the recall index, memory
+extraction and folds, with the offline responder. A scratch office holds it all
+and is deleted at the end.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+
+from langchain_core.messages import BaseMessage
+
+from benchmarks.metrics import Request
+from coworkers.models import Coworker
+from coworkers.providers import OfflineResponder
+from office.models import Channel, Office
+from sessions import context, history, prompts, services, upkeep
+from sessions.models import ContextPolicy, Task
+
+COWORKERS = {
+    "mina": "Marketing lead",
+    "theo": "Software engineer",
+    "iris": "Product designer",
+    "sam": "Account executive",
+    "omar": "Operations manager",
+}
+
+
+class BuilderStrategy:
+    def __init__(self, fold_batch: int):
+        self.fold_batch = fold_batch
+        self.name = f"builder (fold_batch {fold_batch})"
+        self.provider = OfflineResponder()
+
+    def start(self, conversation) -> None:
+        self.office = Office.objects.create(name="Benchmark", slug=f"bench-{uuid.uuid4().hex[:12]}")
+        for slug, role in COWORKERS.items():
+            Coworker.objects.create(office=self.office, name=slug.title(), slug=slug, role=role, persona=f"You are {slug.title()}, the {role.lower()}.")
+        # A 1:1: one coworker answers throughout, as in most of a person's work. (In a shared
+        # channel the persona at the front changes with whoever answers; caching is per coworker.)
+        mina = Coworker.objects.get(office=self.office, slug="mina")
+        self.channel = Channel.objects.create(office=self.office, kind=Channel.Kind.DIRECT, name="Mina", coworker=mina)
+        ContextPolicy.objects.create(channel=self.channel, fold_batch=self.fold_batch)
+        # The budgets this run is held to (the command checks every request against them).
+        self.policy = prompts.resolve_policy(self.channel, mina)
+        self.session = services.get_active_session(channel=self.channel)
+        self.tasks = {task.turn: task for task in history.group_tasks(list(conversation.records))}
+        self.summarized = 0
+
+    def request(self, turn: int, instruction: str) -> Request:
+        task, _ = services.start_task(session=self.session, instruction=instruction)
+        started = time.perf_counter()
+        prompt = prompts.build_for_task(session=self.session, instruction=instruction, turn=turn)
+        build_seconds = time.perf_counter() - started
+        Task.objects.filter(pk=task.pk).update(prompt_report=prompt.report)  # as build_for_stored_task does
+        folded = prompt.report["summarized_through"] != self.summarized
+        self.summarized = prompt.report["summarized_through"]
+        return Request(layers=layers_of(prompt), build_seconds=build_seconds, folded=folded, details={"report": prompt.report})
+
+    def finish_task(self, turn: int) -> None:
+        for record in self.tasks[turn].records[1:]:  # the instruction is already stored
+            services.append_message(
+                session=self.session,
+                turn=turn,
+                role=record.role,
+                content=record.content,
+                tool_calls=record.tool_calls,
+                tool_call_id=record.tool_call_id or "",
+                coworker=record.coworker or "",
+            )
+        task = Task.objects.get(session=self.session, turn=turn)
+        Task.objects.filter(pk=task.pk).update(status=Task.Status.DONE)
+        # The same upkeep a live task gets, run inline instead of in the background.
+        prompts.index_task_terms(self.session, self.tasks[turn])
+        upkeep.memory.extract_memory(task_id=task.pk, provider=self.provider)
+        target = upkeep.folding.fold_target(self.session, completed=turn)
+        if target > self.summarized:
+            upkeep.folding.fold_summary(session_id=self.session.pk, through_turn=target, provider=self.provider)
+
+    def close(self) -> None:
+        self.office.delete()
+
+
+def layers_of(prompt: context.Prompt) -> dict[str, str]:
+    """Name each part of a built prompt the way the benchmark's layers are named."""
+    layers = {"system": "", "memory": "", "summary": "", "recent": "", "recalled": "", "current": ""}
+    for block in prompt.system:
+        if block.startswith(context.MEMORY_HEADER):
+            layers["memory"] = block
+        elif block.startswith(context.SUMMARY_HEADER):
+            layers["summary"] = block
+        else:
+            layers["system"] = block
+    window = prompt.messages[: prompt.window_end + 1]
+    rest = list(prompt.messages[prompt.window_end + 1 :])
+    if rest and _text(rest[0]).startswith(context.RECALL_HEADER):
+        layers["recalled"] = _text(rest.pop(0))
+    layers["recent"] = "\n".join(_serialize(m) for m in window)
+    layers["current"] = "\n".join(_serialize(m) for m in rest)
+    return layers
+
+
+def _text(message: BaseMessage) -> str:
+    return message.content if isinstance(message.content, str) else str(message.content)
+
+
+def _serialize(message: BaseMessage) -> str:
+    calls = "".join(f" [tool {c['name']} {c['args']}]" for c in getattr(message, "tool_calls", None) or ())
+    return f"{message.type}: {_text(message)}{calls}"
