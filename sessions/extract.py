@@ -14,7 +14,7 @@ from typing import Any
 
 from sessions.history import TaskRecords
 from sessions.relevance import similarity, split_sentences, stem, strip_chatter, tokens
-from sessions.summarize import DECISION, MONTHS, NOT_DECIDED, PAST, QUESTION
+from sessions.summarize import DECISION, MONTHS, NOT_DECIDED, OWN_WORK, PAST, QUESTION
 
 KINDS = ("preference", "company", "project", "rule", "decision")
 NEAR_IDENTICAL = 0.8  # at or above: the fact is already known
@@ -221,8 +221,6 @@ def _from_user(text: str) -> Candidate | None:
 
 # An assistant's "I chose a warm tone" is its own work, not a decision to remember.
 _SHARED = re.compile(r"\b(?:we|we've|we'll|let's|agreed|approved|decision)\b|我們|決定|同意", re.I)
-# Nor is "I put the price we agreed into the copy": a report of its own work that mentions a decision.
-_OWN_WORK = re.compile(r"^(?:i|i've|i have|i'd|我)\b|^我", re.I)
 
 
 def extract_candidates(task: TaskRecords) -> list[Candidate]:
@@ -241,7 +239,7 @@ def extract_candidates(task: TaskRecords) -> list[Candidate]:
                 DECISION.search(text)
                 and _SHARED.search(text)
                 and not NOT_DECIDED.search(text)
-                and not _OWN_WORK.search(text)
+                and not OWN_WORK.search(text)  # its own work, mentioning a decision
             ):
                 candidate = Candidate(_normalize(text, "decision", by_user=False), "decision")
             else:

@@ -61,11 +61,16 @@ REASON = re.compile(r"^(?:because|since|this is because|that's because|the reaso
 QUESTION_CHARS = frozenset("什麼怎樣哪誰幾多少如何")
 
 
-def classify(sentence: str) -> str | None:
+# A coworker's "I put the price we agreed into the copy" reports its own work; it decides nothing.
+OWN_WORK = re.compile(r"^(?:i|i've|i have|i'd)\b|^我", re.I)
+
+
+def classify(sentence: str, *, by_coworker: bool = False) -> str | None:
     """The section a sentence belongs to, or None: a decision beats a commitment, which beats a fact."""
     if QUESTION.search(sentence):
         return QUESTIONS
-    if DECISION.search(sentence) and not NOT_DECIDED.search(sentence):
+    reports_own_work = by_coworker and OWN_WORK.search(sentence)
+    if DECISION.search(sentence) and not NOT_DECIDED.search(sentence) and not reports_own_work:
         return DECISIONS
     if COMMITMENT.search(sentence):
         return COMMITMENTS
@@ -240,7 +245,7 @@ def _fold_task(task: TaskRecords, sections: Sections, *, multi_speaker: bool) ->
     taken: Counter[str] = Counter()
     skip: set[int] = set()
     for i, (text, by_user, who) in enumerate(said):
-        section = classify(text)
+        section = classify(text, by_coworker=not by_user)
         if i in skip or section is None or taken[section] >= PER_TASK.get(section, len(said)):
             continue
         if section == QUESTIONS:

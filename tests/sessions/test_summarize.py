@@ -270,3 +270,20 @@ def test_topic_labels_in_other_forms():
     assert topic_label("Pricing for the Team plan", finished=True) == "worked on pricing for the Team plan"
     assert topic_label("麻煩你整理會議紀錄", finished=True) == "處理「整理會議紀錄」"
     assert topic_label("Thanks!", finished=True) == ""
+
+
+def test_a_coworker_reporting_its_own_work_is_not_listed_as_a_decision():
+    from sessions.history import Record, TaskRecords
+
+    task = TaskRecords(
+        turn=23,
+        records=(
+            Record(id="u", previous=None, turn=23, role="user", content="I decided we price the Team plan at $29. Update the page."),
+            Record(id="a", previous="u", turn=23, role="assistant", content="I put the Team plan price we agreed into the pricing page copy.", coworker="theo"),
+        ),
+    )
+    summary = summarize_extractively("", [task], max_chars=2_000, multi_speaker=True)
+    decisions = summary.split("## Decisions")[1].split("##")[0]
+
+    assert "$29" in decisions
+    assert "I put" not in decisions
