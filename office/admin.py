@@ -1,4 +1,4 @@
-"""Admin for offices, memberships and channels, and the delete rule shared by every admin whose
+"""Admin for offices, memberships, channels and documents, and the delete rule shared by every admin whose
 rows cascade to sessions. Must not import sessions or coworkers modules (they import this one)."""
 
 from django import forms
@@ -6,7 +6,7 @@ from django.apps import apps
 from django.contrib import admin
 from django.utils.text import capfirst
 
-from .models import Channel, Membership, Office
+from .models import Channel, Document, DocumentVersion, Membership, Office
 
 
 class DeletesWholeSessions:
@@ -91,3 +91,53 @@ class ChannelAdmin(DeletesWholeSessions, admin.ModelAdmin):
     list_select_related = ["office", "coworker"]
     readonly_fields = ["created_at"]
     fields = ["office", "kind", "name", "topic", "coworker", "members", "agenda", "created_at"]
+
+
+class DocumentVersionInline(admin.TabularInline):
+    """A document's history, newest first: versions are only ever added (by write_document), never edited."""
+
+    model = DocumentVersion
+    extra = 0
+    can_delete = False
+    ordering = ["-number"]
+    fields = ["number", "author", "source_task", "created_at", "content"]
+    readonly_fields = fields
+    show_change_link = True
+
+    def has_add_permission(self, request, obj=None) -> bool:
+        return False
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return False
+
+
+@admin.register(Document)
+class DocumentAdmin(admin.ModelAdmin):
+    list_display = ["title", "office", "kind", "created_by", "updated_at"]
+    list_filter = ["kind", "office"]
+    search_fields = ["title", "office__name"]
+    autocomplete_fields = ["office"]
+    list_select_related = ["office"]
+    readonly_fields = ["created_by", "created_at", "updated_at"]
+    inlines = [DocumentVersionInline]
+
+    def save_model(self, request, obj, form, change) -> None:
+        if not change:
+            obj.created_by = "user"  # a person, as write_document records one
+        super().save_model(request, obj, form, change)
+
+
+@admin.register(DocumentVersion)
+class DocumentVersionAdmin(admin.ModelAdmin):
+    list_display = ["document", "number", "author", "created_at"]
+    list_filter = ["document__office"]
+    search_fields = ["document__title", "content", "author"]
+    list_select_related = ["document"]
+    fields = ["document", "number", "author", "source_task", "created_at", "content"]
+    readonly_fields = fields
+
+    def has_add_permission(self, request) -> bool:
+        return False
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return False

@@ -43,7 +43,7 @@ class Job:
             except retry_on as error:
                 if not _retryable(error):
                     raise
-                raise task.retry(exc=error, countdown=backoff_seconds(task.request.retries))
+                raise task.retry(exc=error, countdown=_wait_after(error, task.request.retries))
 
         self.celery_task = shared_task(bind=True, name=self.name, max_retries=max_retries)(body)
 
@@ -65,7 +65,7 @@ class Job:
                 if not _retryable(error) or attempt == self.max_retries:
                     log.exception("%s%r failed for good after %d attempt(s)", self.name, args, attempt + 1)
                     return None
-                wait = backoff_seconds(attempt)
+                wait = _wait_after(error, attempt)
                 log.warning("%s%r failed (%s); retrying in %.0f s", self.name, args, error, wait)
                 sleep(wait)
             except Exception:
@@ -84,6 +84,11 @@ class Job:
 
 def _retryable(error: BaseException) -> bool:
     return getattr(error, "retryable", True)
+
+
+def _wait_after(error: BaseException, attempt: int) -> float:
+    # An error may know how long to wait (a lease that has to run out); else back off.
+    return getattr(error, "retry_in", None) or backoff_seconds(attempt)
 
 
 def job(*, retry_on: tuple[type[BaseException], ...] = (), max_retries: int = 5) -> Callable[[Callable], Job]:

@@ -1,9 +1,10 @@
-"""Offices, who belongs to them, and the channels people talk in."""
+"""Offices, who belongs to them, the channels people talk in, and the documents the team works on."""
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import models
 from django.db.models import Q
+from django.db.models.functions import Lower
 from django.urls import reverse
 
 
@@ -100,3 +101,61 @@ class Channel(models.Model):
     def clean(self) -> None:
         if self.coworker_id and self.coworker.office_id != self.office_id:
             raise ValidationError({"coworker": "This coworker belongs to another office."})
+
+
+class Document(models.Model):
+    """A shared document of an office (a draft, a spec, a plan): its text is its newest version."""
+
+    class Kind(models.TextChoices):
+        DRAFT = "draft", "Draft"
+        SPEC = "spec", "Spec"
+        PLAN = "plan", "Plan"
+        COPY = "copy", "Copy"
+        NOTES = "notes", "Notes"
+
+    office = models.ForeignKey(Office, on_delete=models.CASCADE, related_name="documents")
+    title = models.CharField(max_length=200)
+    kind = models.CharField(max_length=10, choices=Kind.choices, default=Kind.DRAFT)
+    # A coworker's slug, or "user" for a person.
+    created_by = models.CharField(max_length=60)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["office", "-updated_at"]
+        constraints = [
+            # "Launch plan" and "launch plan" are one document: coworkers refer to titles loosely.
+            models.UniqueConstraint(
+                Lower("title"),
+                "office",
+                name="unique_document_title_per_office",
+                violation_error_message="This office already has a document with this title.",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return self.title
+
+
+class DocumentVersion(models.Model):
+    """One saved text of a document; never edited. The highest number is the current text."""
+
+    document = models.ForeignKey(Document, on_delete=models.CASCADE, related_name="versions")
+    number = models.PositiveIntegerField()
+    content = models.TextField()
+    # A coworker's slug, or "user".
+    author = models.CharField(max_length=60)
+    source_task = models.ForeignKey(
+        "work_sessions.Task", null=True, blank=True, on_delete=models.SET_NULL, related_name="document_versions"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["document", "-number"]
+        constraints = [
+            models.UniqueConstraint(fields=["document", "number"], name="unique_version_number_per_document"),
+            models.CheckConstraint(condition=Q(number__gte=1), name="document_version_starts_at_one"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.document} v{self.number}"

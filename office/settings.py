@@ -155,3 +155,20 @@ LOGGING = {
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
     "root": {"handlers": ["console"], "level": env("LOG_LEVEL", "INFO")},
 }
+
+# Models. With ANTHROPIC_API_KEY set, coworkers answer through Claude (ANTHROPIC_BASE_URL
+# points the SDK at any compatible server); without it, the offline responder answers.
+ANTHROPIC_TIMEOUT_SECONDS = float(env("ANTHROPIC_TIMEOUT_SECONDS", "120"))
+ANTHROPIC_MAX_RETRIES = int(env("ANTHROPIC_MAX_RETRIES", "2"))
+# US dollars per million tokens: input, cache write, cache read, output. A model that is
+# not listed is recorded with its tokens and no cost.
+MODEL_PRICES = {
+    "claude-opus-4-1": {"input": 15.0, "cache_write": 18.75, "cache_read": 1.50, "output": 75.0},
+    "claude-sonnet-4-6": {"input": 3.0, "cache_write": 3.75, "cache_read": 0.30, "output": 15.0},
+    "claude-sonnet-4-5": {"input": 3.0, "cache_write": 3.75, "cache_read": 0.30, "output": 15.0},
+    "claude-haiku-4-5": {"input": 1.0, "cache_write": 1.25, "cache_read": 0.10, "output": 5.0},
+}
+
+# A running task renews a lease as it works; a task whose lease ran out lost its worker
+# and is resumed by the next delivery. Longer than the slowest single model call or tool.
+TASK_LEASE_SECONDS = int(env("TASK_LEASE_SECONDS", "90"))

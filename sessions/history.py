@@ -114,18 +114,16 @@ class TaskRecords:
 
 
 def group_tasks(records: Sequence[Record]) -> list[TaskRecords]:
-    """Group records (already in chain order) into tasks: runs of consecutive records with one turn."""
-    groups: list[list[Record]] = []
+    """Group records (in chain order) into tasks, by turn, in turn order.
+
+    Turns may interleave in the chain: when a new instruction arrives while an
+    earlier task is still working, the earlier task's last messages come after
+    it. Each task keeps its own records in chain order.
+    """
+    by_turn: dict[int, list[Record]] = {}
     for record in records:
-        if groups and record.turn == groups[-1][0].turn:
-            groups[-1].append(record)
-            continue
-        if groups and record.turn < groups[-1][0].turn:
-            raise ChainError(
-                f"record {record.id} has turn {record.turn} after turn {groups[-1][0].turn}", record.id
-            )
-        groups.append([record])
-    return [TaskRecords(turn=group[0].turn, records=tuple(group)) for group in groups]
+        by_turn.setdefault(record.turn, []).append(record)
+    return [TaskRecords(turn=turn, records=tuple(by_turn[turn])) for turn in sorted(by_turn)]
 
 
 @dataclass(frozen=True)

@@ -71,11 +71,40 @@ class Task(models.Model):
     # Claimed once, with the memory it produced, so a redelivered job does nothing twice.
     memory_extracted_at = models.DateTimeField(null=True, blank=True)
 
+    # Who answers (a coworker's slug; the first of `responders`), and where the instruction came from.
+    coworker = models.CharField(max_length=60, blank=True)
+    # Everyone routed to answer, in order (several in main, project and all-hands channels).
+    responders = models.JSONField(default=list, blank=True)
+    # The browser's id for the instruction: a resend with the same id is the same task.
+    client_id = models.CharField(max_length=64, blank=True)
+    # {"handoff_from": task id} or {"meeting": channel id, "follow_up": …}; empty for a person's instruction.
+    origin = models.JSONField(default=dict, blank=True)
+    handed_off_from = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="handoffs"
+    )
+    # Set by "stop"; the running task checks it between stream chunks and tool steps.
+    stop_requested_at = models.DateTimeField(null=True, blank=True)
+    # A running task holds a lease it renews as it works; an expired lease means its worker died.
+    lease_until = models.DateTimeField(null=True, blank=True)
+    attempts = models.PositiveIntegerField(default=0)
+
+    # What the model calls cost, summed over the task's steps.
+    provider = models.CharField(max_length=40, blank=True)
+    model = models.CharField(max_length=100, blank=True)
+    input_tokens = models.PositiveIntegerField(default=0)
+    cache_write_tokens = models.PositiveIntegerField(default=0)
+    cache_read_tokens = models.PositiveIntegerField(default=0)
+    output_tokens = models.PositiveIntegerField(default=0)
+    cost_usd = models.DecimalField(max_digits=10, decimal_places=6, null=True, blank=True)
+
     class Meta:
         ordering = ["session", "turn"]
         constraints = [
             models.UniqueConstraint(fields=["session", "turn"], name="unique_turn_per_session"),
             models.CheckConstraint(condition=Q(turn__gte=1), name="turn_starts_at_one"),
+            models.UniqueConstraint(
+                fields=["session", "client_id"], condition=~Q(client_id=""), name="one_task_per_client_id"
+            ),
         ]
 
     def __str__(self) -> str:

@@ -36,7 +36,7 @@ class Policy:
     nudge_after_tasks: int = 20
     max_output_tokens: int = 2_048
     recall_chars: int = 3_000
-    reply_model: str = "claude-sonnet-4-5"
+    reply_model: str = "claude-sonnet-4-6"
     summary_model: str = "claude-haiku-4-5"
 
 

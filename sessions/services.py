@@ -62,14 +62,17 @@ def end_active_session(*, channel: Channel) -> int:
 # Appending -----------------------------------------------------------------
 
 
-def start_task(*, session: Session, instruction: str) -> tuple[Task, Message]:
-    """Store a new instruction as the next task, before any model sees it."""
+def start_task(*, session: Session, instruction: str, **task_fields) -> tuple[Task, Message]:
+    """Store a new instruction as the next task, before any model sees it.
+
+    `task_fields` are the Task's own (coworker, client_id, origin, handed_off_from).
+    """
     if not instruction.strip():
         raise ValueError("An instruction needs some text.")
     with transaction.atomic():
         _lock_active(session)
         last = Task.objects.filter(session=session).order_by("-turn").values_list("turn", flat=True).first()
-        task = Task.objects.create(session=session, turn=(last or 0) + 1)
+        task = Task.objects.create(session=session, turn=(last or 0) + 1, **task_fields)
         message = _append_locked(session, turn=task.turn, role=Message.Role.USER, content=instruction)
     return task, message
 
@@ -125,9 +128,10 @@ def _append_locked(
         raise ValueError("Only an assistant message can make tool calls.")
     if (role == Message.Role.TOOL) != bool(tool_call_id):
         raise ValueError("A tool result, and only a tool result, names the tool call it answers.")
-    last = Message.objects.filter(session=session).order_by("-position").only("id", "position", "turn").first()
-    if last and turn < last.turn:
-        raise ValueError(f"Turn {turn} would come after turn {last.turn}; the chain only moves forward.")
+    if role != Message.Role.USER and not Task.objects.filter(session=session, turn=turn).exists():
+        raise ValueError(f"Session {session.pk} has no task {turn} to add to.")
+    # Turns may interleave: a task still working when the next instruction arrives keeps appending.
+    last = Message.objects.filter(session=session).order_by("-position").only("id", "position").first()
     return Message.objects.create(
         session=session,
         position=last.position + 1 if last else 1,

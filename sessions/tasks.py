@@ -7,7 +7,7 @@ server's thread pool in the embedded default (office.background).
 from coworkers.providers import ProviderError
 from office.background import job
 
-from . import folding, memory
+from . import folding, memory, pipeline
 
 
 @job(retry_on=(ProviderError,), max_retries=5)
@@ -18,3 +18,8 @@ def fold_session(session_id: int, through_turn: int) -> None:
 @job(retry_on=(ProviderError,), max_retries=3)
 def extract_task_memory(task_id: int) -> None:
     memory.extract_memory(task_id=task_id)
+
+
+@job(retry_on=(pipeline.TaskBusy,), max_retries=20)
+def run_task(task_id: int) -> None:
+    pipeline.run_task(task_id)

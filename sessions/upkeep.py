@@ -10,13 +10,15 @@ from collections.abc import Callable
 
 from coworkers.providers import Provider
 
-from . import folding, history, memory, prompts, tasks
+from . import folding, history, memory, prompts
 from .models import Message, Session, Task
 from .services import record_from_row, task_messages
 
 
 def after_task(task: Task) -> None:
     """Call once a task has finished (done, failed or stopped), inside or outside a transaction."""
+    from . import tasks  # the jobs module imports the pipeline, which calls this
+
     session = task.session
     rows = task_messages(session, turn=task.turn)
     prompts.index_task_terms(session, history.TaskRecords(task.turn, tuple(record_from_row(r) for r in rows)))

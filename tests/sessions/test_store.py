@@ -60,11 +60,21 @@ def test_it_refuses_to_append_to_an_ended_session(direct_channel, session):
     assert session.messages.count() == 1
 
 
-def test_it_never_moves_the_chain_back_a_turn(session):
+def test_a_task_still_working_when_the_next_instruction_arrives_keeps_its_messages(session):
     services.start_task(session=session, instruction="One")
     services.start_task(session=session, instruction="Two")
-    with pytest.raises(ValueError, match="only moves forward"):
-        services.append_message(session=session, turn=1, role="assistant", content="late reply")
+    services.append_message(session=session, turn=1, role="assistant", content="late reply to one")
+
+    records = services.load_records(session)
+    assert [r.turn for r in records] == [1, 2, 1], "the chain keeps the order things happened"
+    tasks = history.group_tasks(records)
+    assert [(t.turn, t.instruction, t.final_answer) for t in tasks] == [(1, "One", "late reply to one"), (2, "Two", "")]
+
+
+def test_it_refuses_a_reply_to_a_task_that_does_not_exist(session):
+    services.start_task(session=session, instruction="One")
+    with pytest.raises(ValueError, match="no task 2"):
+        services.append_message(session=session, turn=2, role="assistant", content="?")
 
 
 def test_starting_a_new_conversation_ends_the_old_one(direct_channel, session):

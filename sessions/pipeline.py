@@ -1,0 +1,367 @@
+"""The task pipeline: an instruction is stored first, then coworkers work on it in the background.
+
+post_instruction stores the task and its instruction and enqueues run_task after
+commit. run_task claims the task with a lease, builds each prompt, streams the
+reply to the channel in batched deltas, runs the tool loop, stores every message
+the moment it exists, and ends the task done, failed or stopped; folding and
+memory follow (upkeep). A worker that dies leaves an expired lease; the next
+delivery resumes from what was stored.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import timedelta
+from decimal import Decimal
+
+from django.conf import settings
+from django.db import IntegrityError, transaction
+from django.db.models import F
+from django.utils import timezone
+
+from coworkers.models import Coworker
+from coworkers.providers import Completion, CompletionRequest, Provider, ProviderError, get_provider
+from coworkers.providers.wire import cost_usd
+from coworkers.routing import choose_responders
+from office import events
+from office.models import Channel
+
+from . import prompts, services, upkeep
+from .models import Message, Task
+
+log = logging.getLogger(__name__)
+
+MAX_INSTRUCTION_CHARS = 20_000
+# Model calls per coworker per task; the last one is offered no tools, so it must answer.
+MAX_STEPS = 8
+# A task whose worker died this many times is failed rather than tried again.
+MAX_ATTEMPTS = 3
+# Deltas are batched: one event every 50 ms or 200 characters, not one per token.
+DELTA_SECONDS, DELTA_CHARS = 0.05, 200
+# How often a running task looks for a stop request (a database read).
+STOP_CHECK_SECONDS = 0.5
+
+FAILED_UNEXPECTEDLY = "Something went wrong on our side while working on this. Please try again."
+
+
+class InstructionRejected(ValueError):
+    def __init__(self, code: str, detail: str) -> None:
+        super().__init__(detail)
+        self.code = code
+        self.detail = detail
+
+
+class TaskBusy(Exception):
+    """Another worker holds this task's lease; try again once it may have expired."""
+
+    def __init__(self, retry_in: float) -> None:
+        super().__init__(f"task is being worked on; retry in {retry_in:.0f} s")
+        self.retry_in = retry_in
+
+
+# Posting ------------------------------------------------------------------------
+
+
+def post_instruction(
+    *,
+    channel: Channel,
+    text: str,
+    client_id: str = "",
+    coworker: Coworker | None = None,
+    origin: dict | None = None,
+    handed_off_from: Task | None = None,
+    provider: Provider | None = None,
+) -> Task:
+    """Store an instruction as a new task of the channel's active session and start the work.
+
+    A resend with the same `client_id` returns the task it already created.
+    """
+    text = text.strip()
+    if not text:
+        raise InstructionRejected("empty", "An instruction needs some text.")
+    if len(text) > MAX_INSTRUCTION_CHARS:
+        raise InstructionRejected("too_long", f"An instruction can be at most {MAX_INSTRUCTION_CHARS:,} characters.")
+    client_id = client_id[:64]
+    if client_id and (existing := Task.objects.filter(session__channel=channel, client_id=client_id).first()):
+        return existing
+    responders = [coworker] if coworker else choose_responders(channel, text, provider or get_provider())
+    try:
+        with transaction.atomic():
+            session = services.get_active_session(channel=channel)
+            task, message = services.start_task(
+                session=session,
+                instruction=text,
+                coworker=responders[0].slug if responders else "",
+                responders=[c.slug for c in responders],
+                client_id=client_id,
+                origin=origin or {},
+                handed_off_from=handed_off_from,
+            )
+            events.send_event(channel.pk, "message", message=message_json(message))
+            events.send_event(channel.pk, "task", **task_json(task))
+            from . import tasks  # the jobs module imports this one
+
+            tasks.run_task.enqueue(task.pk)
+    except IntegrityError:
+        # The same client_id raced in from another connection: that task is the one.
+        existing = Task.objects.filter(session__channel=channel, client_id=client_id).first() if client_id else None
+        if existing is None:
+            raise
+        return existing
+    return task
+
+
+def request_stop(task: Task) -> bool:
+    """Ask a queued or running task to stop. False when it has already finished."""
+    now = timezone.now()
+    queued = Task.objects.filter(pk=task.pk, status=Task.Status.QUEUED).update(
+        status=Task.Status.STOPPED, stop_requested_at=now, finished_at=now
+    )
+    if queued:
+        events.send_event(task.session.channel_id, "task", **task_json(Task.objects.get(pk=task.pk)))
+        return True
+    return bool(
+        Task.objects.filter(pk=task.pk, status=Task.Status.RUNNING, stop_requested_at__isnull=True).update(
+            stop_requested_at=now
+        )
+    )
+
+
+# Running ------------------------------------------------------------------------
+
+
+def run_task(task_id: int, *, provider: Provider | None = None) -> Task | None:
+    """Do the work of one task. Safe to deliver twice: a finished task is left alone,
+    a live one belongs to its worker (TaskBusy), an abandoned one is resumed."""
+    task = claim(task_id)
+    if task is None:
+        return None
+    if task.attempts > MAX_ATTEMPTS:
+        return finish(task, Task.Status.FAILED, "This task was interrupted too many times; please send it again.")
+    provider = provider or get_provider()
+    try:
+        for slug in task.responders or [task.coworker]:
+            status = work_as(task, slug, provider)
+            if status != Task.Status.DONE:
+                return finish(task, status)
+        if task.origin.get("meeting") and task.session.channel.kind == Channel.Kind.MEETING:
+            from . import meetings
+
+            meetings.close_meeting(task, provider)
+        return finish(task, Task.Status.DONE)
+    except ProviderError as error:
+        return finish(task, Task.Status.FAILED, error.user_message)
+    except Exception:
+        log.exception("task %s failed", task_id)
+        return finish(task, Task.Status.FAILED, FAILED_UNEXPECTEDLY)
+
+
+def claim(task_id: int) -> Task | None:
+    """Take the task: a queued one, or a running one whose worker's lease has run out."""
+    now = timezone.now()
+    taken = {"lease_until": now + lease(), "attempts": F("attempts") + 1}
+    if earlier_task_working(task_id, now):
+        # One task at a time in a session: this one's prompt must see the earlier one finished.
+        raise TaskBusy(retry_in=1.0)
+    if not Task.objects.filter(pk=task_id, status=Task.Status.QUEUED).update(
+        status=Task.Status.RUNNING, started_at=now, **taken
+    ):
+        if not Task.objects.filter(pk=task_id, status=Task.Status.RUNNING, lease_until__lt=now).update(**taken):
+            # 0 rows: finished, gone, or another worker is on it right now.
+            held_until = (
+                Task.objects.filter(pk=task_id, status=Task.Status.RUNNING).values_list("lease_until", flat=True).first()
+            )
+            if held_until is not None:
+                raise TaskBusy(retry_in=max((held_until - now).total_seconds(), 1.0))
+            return None
+    task = Task.objects.select_related("session__channel__office").get(pk=task_id)
+    events.send_event(task.session.channel_id, "task", **task_json(task))
+    return task
+
+
+def earlier_task_working(task_id: int, now) -> bool:
+    """Is an earlier task of the same session queued, or running with a live lease?"""
+    task = Task.objects.filter(pk=task_id).values("session_id", "turn").first()
+    if task is None:
+        return False
+    earlier = Task.objects.filter(session_id=task["session_id"], turn__lt=task["turn"])
+    return earlier.filter(status=Task.Status.QUEUED).exists() or earlier.filter(
+        status=Task.Status.RUNNING, lease_until__gte=now
+    ).exists()
+
+
+def work_as(task: Task, slug: str, provider: Provider) -> str:
+    """One coworker's turn on the task: model calls and tool calls until it answers."""
+    from coworkers import tools  # tools reach back into sessions services
+
+    session, channel = task.session, task.session.channel
+    coworker = Coworker.objects.filter(office_id=channel.office_id, slug=slug).first()
+    if coworker is None:
+        raise ProviderError(f"The coworker “{slug}” is no longer part of this office.")
+    policy = prompts.resolve_policy(channel, coworker)
+    context = tools.ToolContext(
+        office_id=channel.office_id, channel_id=channel.pk, session_id=session.pk, task_id=task.pk, turn=task.turn, coworker=slug
+    )
+    stopped = StopCheck(task.pk)
+    for step in range(MAX_STEPS):
+        if stopped():
+            return Task.Status.STOPPED
+        current = [services.record_from_row(row) for row in services.task_messages(session, turn=task.turn)][1:]
+        prompt = prompts.build_for_task(
+            session=session, instruction=_instruction(task), turn=task.turn, coworker=coworker, current=current
+        )
+        if task.prompt_report is None:
+            task.prompt_report = prompt.report
+            task.save(update_fields=["prompt_report"])
+        last_step = step == MAX_STEPS - 1
+        request = CompletionRequest(
+            purpose="reply",
+            system=prompt.system,
+            messages=prompt.messages,
+            model=coworker.model or policy.reply_model,
+            max_output_tokens=policy.max_output_tokens,
+            tools=() if last_step else tools.TOOL_SPECS,
+            cache_after=(prompt.window_end,) if prompt.window_end >= 0 else (),
+            payload={"turns": prompt.report["detailed_tasks"]},
+        )
+        deltas = DeltaBatcher(channel.pk, task.pk, slug)
+        try:
+            completion = provider.complete(request, on_text=deltas.push, should_stop=stopped)
+        except ProviderError as error:
+            deltas.flush()
+            partial = getattr(error, "partial_text", "")
+            if partial.strip():
+                # Keep what was said before the connection broke; the task then fails clearly.
+                store_reply(task, slug, Completion(text=partial), provider)
+            raise
+        deltas.flush()
+        renew_lease(task)
+        store_reply(task, slug, completion, provider)
+        if completion.stop_reason == "stopped" or stopped():
+            return Task.Status.STOPPED
+        if not completion.tool_calls:
+            return Task.Status.DONE
+        for call in completion.tool_calls:
+            if stopped():
+                # The remaining calls stay without results; the next prompt shows them as interrupted.
+                return Task.Status.STOPPED
+            outcome = tools.run_tool(context, call.name, call.args)
+            # The record has no error flag: a failed call says so in its text, for the model and the history.
+            content = f"Error: {outcome.content}" if outcome.is_error else outcome.content
+            message = services.append_message(
+                session=session, turn=task.turn, role=Message.Role.TOOL, content=content,
+                tool_call_id=call.id, coworker=slug,
+            )
+            events.send_event(channel.pk, "message", message=message_json(message))
+            renew_lease(task)
+    return Task.Status.DONE
+
+
+def store_reply(task: Task, slug: str, completion: Completion, provider: Provider) -> None:
+    """Store one model step (text and tool calls) and add its usage and cost to the task."""
+    if completion.text.strip() or completion.tool_calls:
+        message = services.append_message(
+            session=task.session, turn=task.turn, role=Message.Role.ASSISTANT, content=completion.text,
+            tool_calls=completion.tool_calls, coworker=slug,
+        )
+        events.send_event(task.session.channel_id, "message", message=message_json(message))
+    usage = completion.usage
+    cost = cost_usd(completion.model, usage, settings.MODEL_PRICES)
+    Task.objects.filter(pk=task.pk).update(
+        provider=provider.name,
+        model=completion.model or "",
+        input_tokens=F("input_tokens") + usage.input_tokens,
+        cache_write_tokens=F("cache_write_tokens") + usage.cache_write_tokens,
+        cache_read_tokens=F("cache_read_tokens") + usage.cache_read_tokens,
+        output_tokens=F("output_tokens") + usage.output_tokens,
+    )
+    if cost is not None:
+        Task.objects.filter(pk=task.pk, cost_usd__isnull=True).update(cost_usd=Decimal("0"))
+        Task.objects.filter(pk=task.pk).update(cost_usd=F("cost_usd") + Decimal(str(round(cost, 6))))
+
+
+def finish(task: Task, status: str, error: str = "") -> Task:
+    now = timezone.now()
+    Task.objects.filter(pk=task.pk).update(status=status, error=error, finished_at=now, lease_until=None)
+    task.refresh_from_db()
+    events.send_event(task.session.channel_id, "task", **task_json(task))
+    upkeep.after_task(task)
+    return task
+
+
+def lease() -> timedelta:
+    return timedelta(seconds=settings.TASK_LEASE_SECONDS)
+
+
+def renew_lease(task: Task) -> None:
+    Task.objects.filter(pk=task.pk, status=Task.Status.RUNNING).update(lease_until=timezone.now() + lease())
+
+
+def _instruction(task: Task) -> str:
+    return (
+        services.task_messages(task.session, turn=task.turn)
+        .filter(role=Message.Role.USER)
+        .values_list("content", flat=True)
+        .first()
+    ) or ""
+
+
+# Helpers for the stream -----------------------------------------------------------
+
+
+class StopCheck:
+    """Has a stop been asked for? Reads the database at most every STOP_CHECK_SECONDS."""
+
+    def __init__(self, task_id: int, clock: Callable[[], float] = time.monotonic) -> None:
+        self.task_id, self.clock = task_id, clock
+        self.checked_at = float("-inf")
+        self.stopped = False
+
+    def __call__(self) -> bool:
+        if not self.stopped and self.clock() - self.checked_at >= STOP_CHECK_SECONDS:
+            self.checked_at = self.clock()
+            self.stopped = Task.objects.filter(pk=self.task_id, stop_requested_at__isnull=False).exists()
+        return self.stopped
+
+
+@dataclass
+class DeltaBatcher:
+    """Collects streamed text and sends it as `delta` events, batched by time and size."""
+
+    channel_id: int
+    task_id: int
+    coworker: str
+    clock: Callable[[], float] = time.monotonic
+
+    def __post_init__(self) -> None:
+        self.buffer: list[str] = []
+        self.size = 0
+        self.sent_at = self.clock()
+
+    def push(self, text: str) -> None:
+        self.buffer.append(text)
+        self.size += len(text)
+        if self.size >= DELTA_CHARS or self.clock() - self.sent_at >= DELTA_SECONDS:
+            self.flush()
+
+    def flush(self) -> None:
+        if self.buffer:
+            events.send_now(self.channel_id, {"type": "delta", "task": self.task_id, "coworker": self.coworker, "text": "".join(self.buffer)})
+        self.buffer, self.size, self.sent_at = [], 0, self.clock()
+
+
+# Event payloads ---------------------------------------------------------------------
+
+
+def message_json(message: Message) -> dict:
+    record = services.record_from_row(message)
+    from .jsonl import record_to_dict
+
+    return record_to_dict(record)
+
+
+def task_json(task: Task) -> dict:
+    return {"id": task.pk, "turn": task.turn, "status": task.status, "error": task.error, "coworker": task.coworker}

@@ -1,0 +1,65 @@
+"""Meetings: turns, notes, decisions into memory, follow-ups into owners' 1:1s."""
+
+import pytest
+
+from coworkers.providers.offline import OfflineResponder
+from coworkers.providers.scripted import Reply, ScriptedProvider
+from office.models import Channel
+from sessions import meetings, pipeline, services
+from sessions.models import MemoryEvent, MemoryItem, Message, Task
+
+NOTES = """## Decisions
+- (task 1, Mina) We decided to launch on May 4 because the beta is stable.
+## Commitments and next steps
+- (task 1, Theo) I'll fix the invite link on mobile by Friday.
+"""
+
+
+def test_a_meeting_takes_turns_then_remembers_decisions_and_starts_follow_ups(office, mina, theo, frames, no_background):
+    provider = ScriptedProvider(
+        [
+            Reply("I propose we launch on May 4; the beta is stable."),
+            Reply("Agreed. I'll fix the invite link on mobile by Friday."),
+            Reply(NOTES),  # the notes (a fold of the meeting)
+        ]
+    )
+    channel, task = meetings.start_meeting(
+        office=office, title="Launch sync", agenda="Pick the launch date.", participants=[mina, theo], rounds=1, provider=provider
+    )
+
+    done = pipeline.run_task(task.pk, provider=provider)
+
+    assert done.status == Task.Status.DONE
+    speakers = list(services.task_messages(done.session, turn=1).filter(role="assistant").values_list("coworker", flat=True))
+    assert speakers == ["mina", "theo"]
+    notes = services.task_messages(done.session, turn=1).get(role=Message.Role.NOTICE)
+    assert notes.content.startswith("Meeting notes") and "May 4" in notes.content
+    remembered = MemoryItem.objects.get(office=office, text__contains="May 4")
+    assert remembered.kind == "decision"
+    assert MemoryEvent.objects.get(item=remembered).actor == "meeting"
+    follow_up = Task.objects.get(handed_off_from=done)
+    assert follow_up.session.channel == Channel.objects.get(kind="direct", coworker=theo)
+    assert follow_up.coworker == "theo" and follow_up.origin["meeting"] == channel.pk
+    assert "invite link" in services.task_messages(follow_up.session, turn=follow_up.turn).get(role="user").content
+    assert follow_up.pk in no_background, "the follow-up is queued to run"
+
+
+def test_a_meeting_runs_offline_too(office, mina, theo, frames, no_background):
+    channel, task = meetings.start_meeting(
+        office=office, title="Pricing", agenda="We decided the Team plan costs $29. Theo will update the pricing page by Friday.",
+        participants=[mina, theo], rounds=2, provider=OfflineResponder(),
+    )
+
+    done = pipeline.run_task(task.pk, provider=OfflineResponder())
+
+    assert done.status == Task.Status.DONE
+    assert services.task_messages(done.session, turn=1).filter(role="assistant").count() == 4
+    assert services.task_messages(done.session, turn=1).filter(role=Message.Role.NOTICE).exists()
+
+
+@pytest.mark.parametrize("who", [[], ["one"]])
+def test_a_meeting_needs_two_participants_and_an_agenda(office, mina, who, frames, no_background):
+    with pytest.raises(pipeline.InstructionRejected):
+        meetings.start_meeting(office=office, title="Solo", agenda="x", participants=[mina] if who else [])
+    with pytest.raises(pipeline.InstructionRejected):
+        meetings.start_meeting(office=office, title="No agenda", agenda=" ", participants=[mina, mina])

@@ -1,0 +1,191 @@
+"""The task pipeline with the scripted provider: store first, stream, tools, stop, failures, redelivery."""
+
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+
+from coworkers.providers import ProviderError
+from coworkers.providers.scripted import CallTools, Fail, Reply, ScriptedProvider
+from coworkers.routing import choose_responders, mentioned_slugs
+from coworkers.providers.offline import OfflineResponder
+from office.models import Channel
+from sessions import pipeline, services
+from sessions.history import ToolCall, find_faults, rebuild_messages
+from sessions.models import Message, Task
+
+
+def roles(task: Task) -> list[str]:
+    return list(services.task_messages(task.session, turn=task.turn).values_list("role", flat=True))
+
+
+def test_the_instruction_is_stored_before_any_model_is_called(direct_channel, frames, no_background):
+    task = pipeline.post_instruction(channel=direct_channel, text="Draft the launch email", provider=ScriptedProvider([]))
+
+    assert task.status == Task.Status.QUEUED and task.coworker == "mina"
+    assert roles(task) == ["user"]
+    assert no_background == [task.pk]
+    assert [f["type"] for f in frames] == ["message", "task"]
+    assert frames[0]["message"]["content"] == "Draft the launch email"
+
+
+def test_a_reply_streams_in_batched_deltas_and_is_stored(direct_channel, frames, no_background):
+    task = pipeline.post_instruction(channel=direct_channel, text="Draft the launch email")
+    reply = "Here is a draft. " * 40
+    provider = ScriptedProvider([Reply(reply, chunk_size=4)])
+
+    done = pipeline.run_task(task.pk, provider=provider)
+
+    assert done.status == Task.Status.DONE
+    assert roles(done) == ["user", "assistant"]
+    deltas = [f for f in frames if f["type"] == "delta"]
+    assert "".join(d["text"] for d in deltas) == reply
+    assert len(deltas) < len(reply) // 4, "batched, not one event per chunk"
+    assert [f["status"] for f in frames if f["type"] == "task"] == ["queued", "running", "done"]
+    assert done.prompt_report["layers"]["current"]["chars"] == len("Draft the launch email")
+    assert done.output_tokens > 0 and done.provider == "scripted"
+
+
+def test_a_tool_call_runs_and_its_result_is_stored_before_the_answer(office, direct_channel, frames, no_background):
+    task = pipeline.post_instruction(channel=direct_channel, text="Save the tagline as a draft")
+    call = ToolCall(id="toolu_1", name="write_document", args={"title": "Tagline", "content": "Plan less, do more."})
+    provider = ScriptedProvider([CallTools((call,)), Reply("Saved it as “Tagline”.")])
+
+    done = pipeline.run_task(task.pk, provider=provider)
+
+    assert done.status == Task.Status.DONE
+    assert roles(done) == ["user", "assistant", "tool", "assistant"]
+    result = services.task_messages(done.session, turn=done.turn).get(role="tool")
+    assert result.tool_call_id == "toolu_1" and "version 1" in result.content
+    assert office.documents.get().title == "Tagline"
+    # The second model call saw the tool result, in a valid sequence.
+    second = provider.requests[1]
+    assert second.messages[-1].type == "tool" and find_faults(list(second.messages)) == []
+
+
+def test_a_failing_tool_comes_back_to_the_model_as_an_error_not_a_crash(direct_channel, frames, no_background):
+    task = pipeline.post_instruction(channel=direct_channel, text="Read the roadmap")
+    call = ToolCall(id="toolu_1", name="read_document", args={"title": "Roadmap that does not exist"})
+    provider = ScriptedProvider([CallTools((call,)), Reply("I could not find it.")])
+
+    done = pipeline.run_task(task.pk, provider=provider)
+
+    assert done.status == Task.Status.DONE
+    # The record format has no error flag: the model reads the failure in the result's text.
+    result = provider.requests[1].messages[-1]
+    assert result.type == "tool" and result.content.startswith("Error: No document titled")
+
+
+def test_stop_ends_the_work_on_the_server_and_keeps_what_was_said(direct_channel, frames, no_background):
+    task = pipeline.post_instruction(channel=direct_channel, text="Write a long essay")
+
+    def start_then_get_stopped(request):
+        assert pipeline.request_stop(Task.objects.get(pk=task.pk))
+        return Reply("word " * 200, chunk_size=5, delay=0.02)
+
+    done = pipeline.run_task(task.pk, provider=ScriptedProvider([start_then_get_stopped]))
+
+    assert done.status == Task.Status.STOPPED
+    kept = services.task_messages(done.session, turn=done.turn).get(role="assistant").content
+    assert 0 < len(kept) < len("word " * 200)
+
+
+def test_a_model_failure_fails_the_task_with_a_message_the_user_understands(direct_channel, frames, no_background):
+    task = pipeline.post_instruction(channel=direct_channel, text="Hello")
+    failure = ProviderError("Claude is overloaded right now. Try again shortly.", retryable=True)
+
+    done = pipeline.run_task(task.pk, provider=ScriptedProvider([Fail(failure)]))
+
+    assert done.status == Task.Status.FAILED
+    assert done.error == "Claude is overloaded right now. Try again shortly."
+    assert frames[-1] == {"type": "task", "id": done.pk, "turn": 1, "status": "failed", "error": done.error, "coworker": "mina"}
+
+
+def test_the_partial_reply_of_a_broken_stream_is_kept(direct_channel, frames, no_background):
+    task = pipeline.post_instruction(channel=direct_channel, text="Hello")
+    broken = ProviderError("Could not reach Claude.", retryable=True)
+    broken.partial_text = "Here is the start of"
+
+    done = pipeline.run_task(task.pk, provider=ScriptedProvider([Fail(broken)]))
+
+    assert done.status == Task.Status.FAILED
+    assert services.task_messages(done.session, turn=1).get(role="assistant").content == "Here is the start of"
+
+
+def test_a_resend_with_the_same_client_id_is_the_same_task(direct_channel, frames, no_background):
+    first = pipeline.post_instruction(channel=direct_channel, text="Hi", client_id="c-1")
+    again = pipeline.post_instruction(channel=direct_channel, text="Hi", client_id="c-1")
+
+    assert again.pk == first.pk
+    assert Task.objects.count() == 1 and Message.objects.count() == 1
+
+
+@pytest.mark.parametrize("text, code", [("   ", "empty"), ("x" * 20_001, "too_long")])
+def test_bad_instructions_are_refused_with_a_code(direct_channel, frames, no_background, text, code):
+    with pytest.raises(pipeline.InstructionRejected) as refused:
+        pipeline.post_instruction(channel=direct_channel, text=text)
+    assert refused.value.code == code
+    assert not Task.objects.exists()
+
+
+def test_a_second_delivery_leaves_a_live_task_to_its_worker_and_a_done_one_alone(direct_channel, frames, no_background):
+    task = pipeline.post_instruction(channel=direct_channel, text="Hi")
+    assert pipeline.claim(task.pk) is not None
+
+    with pytest.raises(pipeline.TaskBusy):
+        pipeline.claim(task.pk)
+
+    Task.objects.filter(pk=task.pk).update(status=Task.Status.DONE)
+    assert pipeline.claim(task.pk) is None
+
+
+def test_a_task_whose_worker_died_is_resumed_and_its_interrupted_tool_call_repaired(direct_channel, frames, no_background):
+    task = pipeline.post_instruction(channel=direct_channel, text="Check the numbers")
+    pipeline.claim(task.pk)
+    call = ToolCall(id="toolu_1", name="list_documents", args={})
+    services.append_message(session=task.session, turn=1, role="assistant", tool_calls=[call], coworker="mina")
+    # The worker dies here: its lease runs out.
+    Task.objects.filter(pk=task.pk).update(lease_until=timezone.now() - timedelta(seconds=1))
+
+    provider = ScriptedProvider([Reply("Done checking.")])
+    done = pipeline.run_task(task.pk, provider=provider)
+
+    assert done.status == Task.Status.DONE and done.attempts == 2
+    sent = provider.requests[0].messages
+    assert sent[-1].type == "tool" and sent[-1].status == "error", "the interrupted call is answered with an error"
+    assert roles(done) == ["user", "assistant", "assistant"], "nothing duplicated, nothing lost"
+    assert find_faults(rebuild_messages(services.load_records(done.session)).messages) == []
+
+
+def test_mentions_pick_who_answers_in_a_shared_channel(office, mina, theo, main_channel):
+    team = [mina, theo]
+    assert mentioned_slugs("@theo can you check, and @Mina too?", team) == ["theo", "mina"]
+    assert mentioned_slugs("email me at a@theo.com", team) == []
+
+    picked = choose_responders(main_channel, "@theo how long will the export fix take?", OfflineResponder())
+    assert [c.slug for c in picked] == ["theo"]
+
+
+def test_without_a_mention_the_router_picks_by_role_and_skills(office, mina, theo, main_channel):
+    picked = choose_responders(main_channel, "Our python infrastructure keeps timing out, can someone look?", OfflineResponder())
+    assert [c.slug for c in picked] == ["theo"]
+
+
+def test_in_all_hands_nobody_has_to_answer(office, mina, theo):
+    all_hands = Channel.objects.create(office=office, kind=Channel.Kind.ALL_HANDS, name="all-hands")
+    assert choose_responders(all_hands, "Reminder: the office is closed Friday.", OfflineResponder()) == []
+
+
+def test_a_second_instruction_waits_for_the_first_and_both_finish_in_order(direct_channel, frames, no_background):
+    first = pipeline.post_instruction(channel=direct_channel, text="Draft the email")
+    pipeline.claim(first.pk)
+    second = pipeline.post_instruction(channel=direct_channel, text="And a subject line")
+
+    with pytest.raises(pipeline.TaskBusy):
+        pipeline.claim(second.pk)
+
+    services.append_message(session=first.session, turn=1, role="assistant", content="Here is the email.", coworker="mina")
+    pipeline.finish(Task.objects.get(pk=first.pk), Task.Status.DONE)
+    provider = ScriptedProvider([Reply("Subject: Plan less, do more.")])
+    assert pipeline.run_task(second.pk, provider=provider).status == Task.Status.DONE
+    assert provider.requests[0].messages[-2].content == "Here is the email."
