@@ -87,6 +87,27 @@ def outsider_channel(other_office) -> Channel:
     return Channel.objects.create(office=other_office, kind=Channel.Kind.MAIN, name="globex-main")
 
 
+@pytest.fixture
+def frames(monkeypatch) -> list[dict]:
+    """Every frame sent to channel watchers, in order; sent at once (a test has no commit to wait for)."""
+    from office import events
+
+    sent: list[dict] = []
+    monkeypatch.setattr(events, "send_now", lambda channel_id, frame: sent.append(frame))
+    monkeypatch.setattr(events, "send_event", lambda channel_id, event_type, **payload: sent.append({"type": event_type, **payload}))
+    return sent
+
+
+@pytest.fixture
+def no_background(monkeypatch) -> list[int]:
+    """Background jobs are recorded, not run: each test runs the work it means to test."""
+    queued: list[int] = []
+    monkeypatch.setattr("sessions.tasks.run_task.enqueue", queued.append)
+    monkeypatch.setattr("sessions.tasks.extract_task_memory.enqueue", lambda task_id: None)
+    monkeypatch.setattr("sessions.tasks.fold_session.enqueue", lambda *args: None)
+    return queued
+
+
 # Timing-based failures would make the suite flaky on a busy 2-core machine.
 from hypothesis import settings as hypothesis_settings  # noqa: E402
 

@@ -96,7 +96,8 @@ class OfflineResponder:
     earlier messages) most relevant to the instruction, saying where each came
     from; with nothing relevant, says plainly that it cannot do new work. Every
     reply starts with "Offline mode:". With a write_document tool offered and an
-    unmistakable "write a doc called X", it saves a stub; after tool results it
+    unmistakable "write a doc called X", it saves a stub; with a handoff tool and an
+    unmistakable "hand this to Theo: …", it hands the work over; after tool results it
     reports them. fold: the extractive summary. extract: the rule-based
     candidates as JSON. route: the best-matching coworkers' slugs as JSON.
     """
@@ -122,6 +123,8 @@ class OfflineResponder:
             text = _answer_tool_results(request.messages)
         elif document := _document_call(request):
             text, calls = document
+        elif handoff := _handoff_call(request):
+            text, calls = handoff
         else:
             text = _reply(request)
 
@@ -354,6 +357,31 @@ def _document_call(request: CompletionRequest) -> tuple[str, tuple[ToolCall, ...
         "with your instruction in it."
     )
     return text, (call,)
+
+
+# Only an unmistakable "hand this to Theo: …" (or 「交給 Theo：…」) gets a handoff call.
+_HANDOFF_REQUEST = re.compile(
+    r"^(?:please\s+)?(?:hand|pass|give)\s+(?:this|it)(?:\s+over)?\s+to\s+@?(?P<who>[^\W\d_][\w-]*)\s*[:,—-]?\s*(?P<brief>.*)$"
+    r"|^(?:請)?(?:把這個|這個)?交給\s*@?(?P<zh_who>[\w-]+)\s*[:：，,]?\s*(?P<zh_brief>.*)$",
+    re.IGNORECASE | re.DOTALL,
+)
+
+
+def _handoff_call(request: CompletionRequest) -> tuple[str, tuple[ToolCall, ...]] | None:
+    spec = next((tool for tool in request.tools if tool.name == "handoff"), None)
+    if spec is None or not _takes(spec, "coworker", "brief"):
+        return None
+    if not request.messages or not isinstance(request.messages[-1], HumanMessage):
+        return None  # the current task already made its calls
+    instruction = request.instruction.strip()
+    match = _HANDOFF_REQUEST.search(instruction)
+    if match is None:
+        return None
+    who = match["who"] or match["zh_who"]
+    brief = (match["brief"] or match["zh_brief"] or "").strip() or instruction
+    digest = hashlib.sha1(f"{len(request.messages)}:{instruction}".encode()).hexdigest()[:12]
+    call = ToolCall(id=f"offline_{digest}", name="handoff", args={"coworker": who, "brief": brief})
+    return f"{LABEL} no AI model is connected, so I'm handing this to {who} as you asked.", (call,)
 
 
 def _takes(spec: ToolSpec, *names: str) -> bool:

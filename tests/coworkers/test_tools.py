@@ -15,7 +15,7 @@ from office import documents
 from office.models import Channel, Document
 from sessions import history, pipeline, prompts, services
 from sessions.history import ToolCall
-from sessions.models import MemoryEvent, MemoryItem, Message, Session, Task
+from sessions.models import MemoryEvent, MemoryItem, Message, Task
 
 pytestmark = pytest.mark.django_db
 
@@ -365,9 +365,8 @@ def test_handoff_goes_to_the_direct_channel_when_the_target_is_not_in_the_projec
     assert outcome.content == "Handed off to Theo: task 1 in #Theo."
 
 
-def test_a_handoff_in_a_project_channel_lets_the_running_task_finish(office, mina, theo, monkeypatch):
+def test_a_handoff_in_a_project_channel_lets_the_running_task_finish(office, mina, theo, frames, no_background):
     """The whole loop: the handoff's result is stored after the new task's instruction, in the same session."""
-    monkeypatch.setattr("office.events.transaction.on_commit", lambda callback: callback())
     project = Channel.objects.create(office=office, kind=Channel.Kind.PROJECT, name="launch")
     project.members.set([mina, theo])
     current = pipeline.post_instruction(channel=project, text="Plan the launch", coworker=mina)

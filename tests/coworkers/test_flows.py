@@ -1,0 +1,54 @@
+"""Issue-level flows end to end: a reply, a document, a handoff; through Claude (the fake server) and offline."""
+
+
+from coworkers.providers import get_provider
+from office.models import Channel, Document
+from sessions import pipeline, services
+from sessions.models import Task
+from tests.coworkers.fake_anthropic import Reply, Tool
+
+
+def run(channel: Channel, text: str) -> Task:
+    """Post and run a task the way the app does (the job is run here, not in a worker)."""
+    task = pipeline.post_instruction(channel=channel, text=text)
+    return pipeline.run_task(task.pk)
+
+
+def test_through_claude_a_reply_streams_a_document_is_written_and_work_is_handed_off(
+    fake_anthropic, office, mina, theo, direct_channel, frames, no_background
+):
+    fake_anthropic.add(
+        Reply(text="Let me save that. ", tools=[Tool("toolu_01", "write_document", {"title": "Launch email", "content": "Hi all…"})]),
+        Reply(text="Saved “Launch email”. Handing the landing page to Theo. ", tools=[Tool("toolu_02", "handoff", {"coworker": "theo", "brief": "Build the landing page."})]),
+        Reply(text="Done: the email is saved and Theo has the landing page.", input_tokens=900, cache_read_tokens=700, output_tokens=40),
+    )
+    assert get_provider().name == "claude"
+
+    task = run(direct_channel, "Write the launch email, then get Theo on the landing page.")
+
+    assert task.status == Task.Status.DONE, task.error
+    assert "".join(f["text"] for f in frames if f["type"] == "delta").endswith("Theo has the landing page.")
+    assert Document.objects.get(office=office).title == "Launch email"
+    handed = Task.objects.get(handed_off_from=task)
+    assert handed.session.channel == Channel.objects.get(kind="direct", coworker=theo)
+    assert task.input_tokens > 0 and task.cache_read_tokens == 700 and task.cost_usd is not None
+    # The request carried the cached front and the tools.
+    body = fake_anthropic.requests[0].body
+    assert body["system"][-1]["cache_control"] == {"type": "ephemeral"}
+    assert {tool["name"] for tool in body["tools"]} >= {"write_document", "handoff", "search_history"}
+
+
+def test_offline_the_same_flows_work(office, mina, theo, direct_channel, frames, no_background, monkeypatch):
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    assert get_provider().name == "offline"
+
+    replied = run(direct_channel, "What is on the agenda?")
+    written = run(direct_channel, "Write a spec called Export fixes")
+    handed = run(direct_channel, "Hand this to Theo: fix the invite link on mobile.")
+
+    assert [t.status for t in (replied, written, handed)] == ["done"] * 3
+    assert services.task_messages(replied.session, turn=replied.turn).get(role="assistant").content.startswith("Offline mode:")
+    assert Document.objects.get(office=office, title="Export fixes").versions.count() == 1
+    follow = Task.objects.get(handed_off_from=handed)
+    assert follow.coworker == "theo"
+    assert "fix the invite link on mobile" in services.task_messages(follow.session, turn=follow.turn).get(role="user").content
