@@ -107,6 +107,16 @@ class TaskRecords:
     def instruction(self) -> str:
         return next((record.content for record in self.records if record.role == "user"), "")
 
+    def transcript(self, user_label: str = "User") -> str:
+        """What was said, one line a message: the user's words and the coworkers' text (no tool traffic)."""
+        lines = []
+        for record in self.records:
+            if record.role == "user":
+                lines.append(f"{user_label}: {record.content}")
+            elif record.role == "assistant" and _has_text(record.content):
+                lines.append(f"{record.coworker or 'Coworker'}: {record.content}")
+        return "\n".join(lines)
+
     @property
     def final_answer(self) -> str:
         answers = [r.content for r in self.records if r.role == "assistant" and _has_text(r.content)]

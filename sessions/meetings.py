@@ -74,7 +74,7 @@ def close_meeting(task: Task, provider: Provider | None = None) -> dict:
         CompletionRequest(
             purpose="fold",
             system=(NOTES_INSTRUCTIONS.format(max_chars=max_chars),),
-            messages=(HumanMessage(_transcript(records)),),
+            messages=(HumanMessage(records.transcript(user_label="Agenda")),),
             model="claude-haiku-4-5",
             max_output_tokens=1_500,
             payload={"previous": "", "tasks": [records], "max_chars": max_chars, "multi_speaker": True},
@@ -131,13 +131,3 @@ def _owner_and_text(bullet: summarize.Bullet, team: dict[str, Coworker]) -> tupl
         text = bullet.body[match.end() :] if match.group("paren") else bullet.body
         return team[name], text.strip()
     return None, bullet.body
-
-
-def _transcript(task: history.TaskRecords) -> str:
-    lines = []
-    for record in task.records:
-        if record.role == "user":
-            lines.append(f"Agenda: {record.content}")
-        elif record.role == "assistant" and record.content.strip():
-            lines.append(f"{record.coworker or 'Coworker'}: {record.content}")
-    return "\n".join(lines)

@@ -49,7 +49,7 @@ def extract_memory(*, task_id: int, provider: Provider | None = None) -> list[Me
         CompletionRequest(
             purpose="extract",
             system=(EXTRACT_INSTRUCTIONS,),
-            messages=(HumanMessage(_task_text(records)),),
+            messages=(HumanMessage(records.transcript()),),
             model=policy.summary_model,
             max_output_tokens=1024,
             payload={"task": records},
@@ -115,13 +115,3 @@ def apply_decision(decision: extract.Decision, *, office_id: int, task: Task | N
         source_task=task,
         actor=actor,
     )
-
-
-def _task_text(task: history.TaskRecords) -> str:
-    lines = []
-    for record in task.records:
-        if record.role == "user":
-            lines.append(f"User: {record.content}")
-        elif record.role == "assistant" and record.content.strip():
-            lines.append(f"{record.coworker or 'Coworker'}: {record.content}")
-    return "\n".join(lines)

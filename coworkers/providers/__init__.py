@@ -37,14 +37,7 @@ def get_provider() -> Provider:
     """Claude when ANTHROPIC_API_KEY is set, otherwise the offline responder."""
     if not os.environ.get("ANTHROPIC_API_KEY", "").strip():
         return OfflineResponder()
-    try:
-        from .claude import ClaudeProvider
-    except ModuleNotFoundError as error:
-        # Only our own missing module means "not built yet"; a missing SDK inside it must surface as is.
-        if error.name != f"{__name__}.claude":
-            raise
-        raise RuntimeError(
-            "ANTHROPIC_API_KEY is set, but the Claude provider (coworkers/providers/claude.py) is not part of "
-            "this build yet. Unset ANTHROPIC_API_KEY to use the offline responder."
-        ) from error
+    # Imported only now: without a key, nothing loads the anthropic SDK.
+    from .claude import ClaudeProvider
+
     return ClaudeProvider()

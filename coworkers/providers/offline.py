@@ -332,14 +332,24 @@ _DOCUMENT_REQUEST = re.compile(
 _QUOTES = "\"'“”‘’「」『』"
 
 
-def _document_call(request: CompletionRequest) -> tuple[str, tuple[ToolCall, ...]] | None:
-    spec = next((tool for tool in request.tools if tool.name == "write_document"), None)
-    if spec is None or not _takes(spec, "title", "content"):
+def _asked_for(request: CompletionRequest, tool: str, pattern: re.Pattern, *params: str) -> re.Match | None:
+    """The instruction's match of `pattern`, when `tool` is offered (taking `params`) and not yet called."""
+    spec = next((spec for spec in request.tools if spec.name == tool), None)
+    if spec is None or not _takes(spec, *params):
         return None
     if not request.messages or not isinstance(request.messages[-1], HumanMessage):
         return None  # the current task already made its calls
+    return pattern.search(request.instruction.strip())
+
+
+def _call_id(request: CompletionRequest) -> str:
+    # Deterministic, and different for each task of a conversation (providers require unique ids).
+    return "offline_" + hashlib.sha1(f"{len(request.messages)}:{request.instruction}".encode()).hexdigest()[:12]
+
+
+def _document_call(request: CompletionRequest) -> tuple[str, tuple[ToolCall, ...]] | None:
+    match = _asked_for(request, "write_document", _DOCUMENT_REQUEST, "title", "content")
     instruction = request.instruction.strip()
-    match = _DOCUMENT_REQUEST.search(instruction)
     if match is None:
         return None
     title = (match["title"] or match["saved"] or "").strip().rstrip(".!。！").strip().strip(_QUOTES).strip()
@@ -349,9 +359,7 @@ def _document_call(request: CompletionRequest) -> tuple[str, tuple[ToolCall, ...
         f"# {title}\n\nStarted in offline mode (no AI model was connected), from this instruction:\n\n"
         f"> {instruction}\n\nTo do: write this document."
     )
-    # Deterministic, and different for each task of a conversation (providers require unique ids).
-    digest = hashlib.sha1(f"{len(request.messages)}:{instruction}".encode()).hexdigest()[:12]
-    call = ToolCall(id=f"offline_{digest}", name="write_document", args={"title": title, "content": content})
+    call = ToolCall(id=_call_id(request), name="write_document", args={"title": title, "content": content})
     text = (
         f"{LABEL} no AI model is connected, so I'm saving a stub document called “{title}” "
         "with your instruction in it."
@@ -368,19 +376,12 @@ _HANDOFF_REQUEST = re.compile(
 
 
 def _handoff_call(request: CompletionRequest) -> tuple[str, tuple[ToolCall, ...]] | None:
-    spec = next((tool for tool in request.tools if tool.name == "handoff"), None)
-    if spec is None or not _takes(spec, "coworker", "brief"):
-        return None
-    if not request.messages or not isinstance(request.messages[-1], HumanMessage):
-        return None  # the current task already made its calls
-    instruction = request.instruction.strip()
-    match = _HANDOFF_REQUEST.search(instruction)
+    match = _asked_for(request, "handoff", _HANDOFF_REQUEST, "coworker", "brief")
     if match is None:
         return None
     who = match["who"] or match["zh_who"]
-    brief = (match["brief"] or match["zh_brief"] or "").strip() or instruction
-    digest = hashlib.sha1(f"{len(request.messages)}:{instruction}".encode()).hexdigest()[:12]
-    call = ToolCall(id=f"offline_{digest}", name="handoff", args={"coworker": who, "brief": brief})
+    brief = (match["brief"] or match["zh_brief"] or "").strip() or request.instruction.strip()
+    call = ToolCall(id=_call_id(request), name="handoff", args={"coworker": who, "brief": brief})
     return f"{LABEL} no AI model is connected, so I'm handing this to {who} as you asked.", (call,)
 
 
