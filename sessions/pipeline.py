@@ -104,6 +104,8 @@ def post_instruction(
             events.send_event(channel.pk, "task", **task_json(task))
             from . import tasks  # the jobs module imports this one
 
+            for earlier in abandoned_tasks(session, before=task.turn):
+                tasks.run_task.enqueue(earlier)
             tasks.run_task.enqueue(task.pk)
     except IntegrityError:
         # The same client_id raced in from another connection: that task is the one.
@@ -112,6 +114,20 @@ def post_instruction(
             raise
         return existing
     return task
+
+
+def abandoned_tasks(session, *, before: int) -> list[int]:
+    """Earlier tasks nobody is working on: queued, or running on a lease that ran out.
+
+    Celery redelivers a dead worker's task by itself; the embedded runner cannot (a
+    restarted server forgets its thread pool), so the next instruction sends them
+    again. Sending one twice is harmless: the claim lets only one delivery work.
+    """
+    earlier = Task.objects.filter(session=session, turn__lt=before)
+    stale = earlier.filter(status=Task.Status.RUNNING, lease_until__lt=timezone.now())
+    return list(earlier.filter(status=Task.Status.QUEUED).values_list("pk", flat=True)) + list(
+        stale.values_list("pk", flat=True)
+    )
 
 
 def request_stop(task: Task) -> bool:

@@ -189,3 +189,14 @@ def test_a_second_instruction_waits_for_the_first_and_both_finish_in_order(direc
     provider = ScriptedProvider([Reply("Subject: Plan less, do more.")])
     assert pipeline.run_task(second.pk, provider=provider).status == Task.Status.DONE
     assert provider.requests[0].messages[-2].content == "Here is the email."
+
+
+def test_a_task_abandoned_by_a_restarted_server_is_sent_again_with_the_next_instruction(direct_channel, frames, no_background):
+    first = pipeline.post_instruction(channel=direct_channel, text="Draft the email")
+    pipeline.claim(first.pk)
+    Task.objects.filter(pk=first.pk).update(lease_until=timezone.now() - timedelta(seconds=5))  # the server died
+    no_background.clear()
+
+    second = pipeline.post_instruction(channel=direct_channel, text="And a subject line")
+
+    assert no_background == [first.pk, second.pk]
