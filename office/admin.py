@@ -6,7 +6,7 @@ from django.apps import apps
 from django.contrib import admin
 from django.utils.text import capfirst
 
-from .models import Channel, Document, DocumentVersion, Membership, Office
+from .models import Channel, ChannelEvent, Document, DocumentVersion, Membership, Office
 
 
 class DeletesWholeSessions:
@@ -15,28 +15,38 @@ class DeletesWholeSessions:
     Messages are append-only: nobody may delete one on its own, so the admin would
     refuse any delete that reaches them. They do go, all at once, with their whole
     session; that is allowed. The confirmation page counts them instead of listing
-    each one, so deleting a long session does not render a page per message.
+    each one, so deleting a long session does not render a page per message. A
+    channel's events (what its watchers were sent) are kept the same way.
     """
 
     def get_deleted_objects(self, objs, request):
         to_delete, model_count, perms_needed, protected = super().get_deleted_objects(objs, request)
-        message_name = apps.get_model("work_sessions", "Message")._meta.verbose_name
-        perms_needed.discard(message_name)
-        return _collapse(to_delete, f"{capfirst(message_name)}: "), model_count, perms_needed, protected
+        for label, what in _KEPT_WHOLE:
+            name = apps.get_model(label)._meta.verbose_name
+            perms_needed.discard(name)
+            to_delete = _collapse(to_delete, f"{capfirst(name)}: ", what)
+        return to_delete, model_count, perms_needed, protected
 
 
-def _collapse(items: list, prefix: str) -> list:
+# Rows nobody deletes one by one, and how the delete page counts them.
+_KEPT_WHOLE = (
+    ("work_sessions.Message", "messages (the append-only history, deleted with its session)"),
+    ("office.ChannelEvent", "channel events (what watchers were sent, deleted with their channel)"),
+)
+
+
+def _collapse(items: list, prefix: str, what: str) -> list:
     """The nested delete list with every entry starting with `prefix` replaced by one count."""
     kept, hidden = [], 0
     for item in items:
         if isinstance(item, list):
-            kept.append(_collapse(item, prefix))
+            kept.append(_collapse(item, prefix, what))
         elif str(item).startswith(prefix):
             hidden += 1
         else:
             kept.append(item)
     if hidden:
-        kept.append(f"{hidden:,} messages (the append-only history, deleted with its session)")
+        kept.append(f"{hidden:,} {what}")
     return kept
 
 
@@ -140,4 +150,26 @@ class DocumentVersionAdmin(admin.ModelAdmin):
         return False
 
     def has_change_permission(self, request, obj=None) -> bool:
+        return False
+
+
+@admin.register(ChannelEvent)
+class ChannelEventAdmin(admin.ModelAdmin):
+    """What a channel's watchers were sent, for looking into a report of a missed or doubled event.
+    Read only: resync replays these rows, so they are never edited, and go only with their channel."""
+
+    list_display = ["channel", "seq", "type", "created_at"]
+    list_filter = ["type", "channel__office"]
+    search_fields = ["channel__name", "type"]
+    list_select_related = ["channel"]
+    fields = ["channel", "seq", "type", "payload", "created_at"]
+    readonly_fields = fields
+
+    def has_add_permission(self, request) -> bool:
+        return False
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return False
+
+    def has_delete_permission(self, request, obj=None) -> bool:
         return False

@@ -10,7 +10,8 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+import threading
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from functools import partial
 from typing import Any
 
@@ -23,6 +24,8 @@ log = logging.getLogger(__name__)
 # Two threads: enough for folds and extraction beside replies on a small machine,
 # and bounded, so a burst of work queues instead of starving the server.
 _pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="background")
+_in_flight: set[Future] = set()
+_in_flight_lock = threading.Lock()
 
 
 def backoff_seconds(attempt: int, base: float = 2.0, cap: float = 300.0) -> float:
@@ -54,7 +57,7 @@ class Job:
         if settings.BACKGROUND_WORK == "celery":
             self.celery_task.delay_on_commit(*args)
         else:
-            transaction.on_commit(partial(_pool.submit, self._run_in_pool, *args))
+            transaction.on_commit(partial(_submit, self._run_in_pool, *args))
 
     def run_here(self, *args: Any, sleep: Callable[[float], None] = time.sleep) -> Any:
         """Run in this thread with a worker's retries; a final failure is logged, not raised."""
@@ -80,6 +83,31 @@ class Job:
         finally:
             # A pool thread's connections must not outlive the job (SQLite locks, PostgreSQL slots).
             connections.close_all()
+
+
+def _submit(function: Callable[..., Any], *args: Any) -> None:
+    future = _pool.submit(function, *args)
+    with _in_flight_lock:
+        _in_flight.add(future)
+    future.add_done_callback(_forget)
+
+
+def _forget(future: Future) -> None:
+    with _in_flight_lock:
+        _in_flight.discard(future)
+
+
+def drain(timeout: float = 60.0) -> bool:
+    """Wait until in-process jobs (including jobs they start) have finished. Tests use it
+    so that no job outlives the test that started it. False if it timed out."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        with _in_flight_lock:
+            pending = list(_in_flight)
+        if not pending:
+            return True
+        wait(pending, timeout=max(deadline - time.monotonic(), 0))
+    return False
 
 
 def _retryable(error: BaseException) -> bool:

@@ -1,4 +1,5 @@
-"""Offices, who belongs to them, the channels people talk in, and the documents the team works on."""
+"""Offices, who belongs to them, the channels people talk in (and the events sent to their watchers),
+and the documents the team works on."""
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
@@ -66,6 +67,8 @@ class Channel(models.Model):
     members = models.ManyToManyField("coworkers.Coworker", blank=True, related_name="channels")
     agenda = models.TextField(blank=True, help_text="Meetings only: what the meeting is to decide.")
     created_at = models.DateTimeField(auto_now_add=True)
+    # The seq of the newest ChannelEvent; raised only by office.events.send_event, with this row locked.
+    last_event_seq = models.PositiveIntegerField(default=0, editable=False)
 
     objects = ChannelQuerySet.as_manager()
 
@@ -101,6 +104,30 @@ class Channel(models.Model):
     def clean(self) -> None:
         if self.coworker_id and self.coworker.office_id != self.office_id:
             raise ValidationError({"coworker": "This coworker belongs to another office."})
+
+
+class ChannelEvent(models.Model):
+    """One event sent to a channel's watchers, kept so a client that reconnects can replay what it missed.
+
+    `seq` counts up from 1 in each channel, with no gaps: it is allocated in the
+    transaction that stores the event, with the channel row locked.
+    """
+
+    channel = models.ForeignKey(Channel, on_delete=models.CASCADE, related_name="events")
+    seq = models.PositiveIntegerField()
+    type = models.CharField(max_length=40)
+    # The frame without "type" and "seq" (those are columns), exactly as it was sent.
+    payload = models.JSONField(default=dict)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["channel", "seq"]
+        constraints = [models.UniqueConstraint(fields=["channel", "seq"], name="one_event_per_channel_seq")]
+        # The session frame looks up the seqs of the channel's latest message events.
+        indexes = [models.Index(fields=["channel", "type", "seq"], name="channel_event_type_seq")]
+
+    def __str__(self) -> str:
+        return f"{self.type} #{self.seq} in channel {self.channel_id}"
 
 
 class Document(models.Model):

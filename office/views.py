@@ -1,17 +1,37 @@
 """The office pages. Every view loads only what the signed-in member may see:
-anything else is a 404, so an outsider cannot even tell that it exists."""
+anything else is a 404, so an outsider cannot even tell that it exists.
+
+Reads only; the channel's writes go through the websocket (office.consumers) and
+memory edits through office.memory_views.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterable
 
 from django.contrib.auth.decorators import login_required
-from django.db.models import QuerySet
-from django.http import HttpRequest, HttpResponse
+from django.db.models import Count, QuerySet
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
 
-from sessions.models import Session
+from sessions.models import MemoryItem, Message, Session, SummaryVersion, Task
 
+from .markdown import render as render_markdown
 from .models import Channel, Office
 
 # Past this, the page shows the latest messages only (the full UI pages through them).
 MESSAGES_SHOWN = 200
+# A past conversation is read in one page; longer ones show their latest messages.
+PAST_MESSAGES_SHOWN = 2000
+# The order of the prompt's layers, most stable first, as the context bar draws them.
+LAYERS = ("system", "memory", "summary", "recent", "recalled", "current")
+# How an instruction's task state reads on the page (the page script uses the same words).
+TASK_LABELS = {"queued": "Queued", "running": "Working", "failed": "Failed", "stopped": "Stopped"}
+# The notice that suggests a new conversation starts with this (it is stored as a message).
+NUDGE_MARK = "💡"
 
 
 def offices_of(user) -> QuerySet[Office]:
@@ -29,22 +49,39 @@ def home(request: HttpRequest) -> HttpResponse:
 @login_required
 def office(request: HttpRequest, slug: str) -> HttpResponse:
     office = get_object_or_404(offices_of(request.user), slug=slug)
-    return render(request, "office/office.html", {"office": office, **_sidebar(office)})
+    return render(request, "office/office.html", {"office": office, **sidebar(office)})
 
 
 @login_required
 def channel(request: HttpRequest, channel_id: int) -> HttpResponse:
-    visible = Channel.objects.visible_to(request.user).select_related("office", "coworker")
-    channel = get_object_or_404(visible, pk=channel_id)
+    channel = _visible_channel(request, channel_id)
+    # Read before the history: the page script resyncs from here, so nothing after it is missed.
+    seq = channel.last_event_seq
     session = Session.objects.filter(channel=channel, status=Session.Status.ACTIVE).first()
-    messages = []
+    messages: list[Message] = []
+    open_tasks: list[dict] = []
     if session:
         newest = session.messages.order_by("-position")[:MESSAGES_SHOWN]
         messages = list(reversed(newest))
-        names = dict(channel.office.coworkers.values_list("slug", "name"))
-        for message in messages:
-            # History keeps the slug it was written with; show today's name where there is one.
-            message.speaker = names.get(message.coworker, message.coworker)
+        open_tasks = [
+            {"id": t.pk, "turn": t.turn, "status": t.status, "coworker": t.coworker, "error": t.error}
+            for t in session.tasks.filter(status__in=[Task.Status.QUEUED, Task.Status.RUNNING])
+        ]
+    messages = nudges_under_their_instruction(messages)
+    reports = _prepare_history(channel, session, messages)
+    coworkers = list(channel.office.coworkers.all())
+    page = {
+        "channel": channel.pk,
+        "kind": channel.kind,
+        "session": session.pk if session else None,
+        "seq": seq,
+        "socket": f"/ws/channels/{channel.pk}/",
+        "reportUrl": _report_url_template(channel),
+        "coworkers": {c.slug: {"name": c.name, "role": c.role, "colour": c.colour} for c in coworkers},
+        "tasks": open_tasks,
+        "reports": reports,
+        "nudgeMark": NUDGE_MARK,
+    }
     return render(
         request,
         "office/channel.html",
@@ -55,17 +92,260 @@ def channel(request: HttpRequest, channel_id: int) -> HttpResponse:
             "history": messages,
             "task_count": session.tasks.count() if session else 0,
             "truncated": bool(messages) and messages[0].position > 1,
-            "past_sessions": channel.sessions.filter(status=Session.Status.ENDED)[:20],
-            **_sidebar(channel.office),
+            "past_sessions": _past_sessions(channel),
+            "page": page,
+            "offline": _offline(),
+            **sidebar(channel.office),
         },
     )
 
 
-def _sidebar(office: Office) -> dict:
+@login_required
+def past_session(request: HttpRequest, channel_id: int, session_id: int) -> HttpResponse:
+    """An ended conversation, read-only. The active one lives on the channel page."""
+    channel = _visible_channel(request, channel_id)
+    session = get_object_or_404(channel.sessions, pk=session_id)
+    if session.status == Session.Status.ACTIVE:
+        return redirect(channel)
+    newest = session.messages.order_by("-position")[:PAST_MESSAGES_SHOWN]
+    messages = nudges_under_their_instruction(list(reversed(newest)))
+    _prepare_history(channel, session, messages)  # its context bars are rendered on the page
+    page = {
+        "channel": channel.pk,
+        "session": session.pk,
+        "reportUrl": _report_url_template(channel),
+        "coworkers": {c.slug: {"name": c.name, "role": c.role, "colour": c.colour} for c in channel.office.coworkers.all()},
+        "readOnly": True,
+    }
+    return render(
+        request,
+        "office/session.html",
+        {
+            "office": channel.office,
+            "channel": channel,
+            "session": session,
+            "history": messages,
+            "task_count": session.tasks.count(),
+            "truncated": bool(messages) and messages[0].position > 1,
+            "past_sessions": _past_sessions(channel),
+            "page": page,
+            **sidebar(channel.office),
+        },
+    )
+
+
+@login_required
+def task_report(request: HttpRequest, channel_id: int, turn: int) -> JsonResponse:
+    """What one task's prompt was made of, what it cost, the summary and memory the model saw."""
+    channel = _visible_channel(request, channel_id)
+    session_id = request.GET.get("session")
+    if session_id:
+        if not session_id.isdigit():
+            raise Http404
+        session = get_object_or_404(channel.sessions, pk=int(session_id))
+    else:
+        session = get_object_or_404(channel.sessions, status=Session.Status.ACTIVE)
+    task = get_object_or_404(session.tasks, turn=turn)
+    report = task.prompt_report or {}
+    layers = report.get("layers") or {}
+
+    summary = None
+    through = report.get("summarized_through") or 0
+    if through:
+        version = (
+            SummaryVersion.objects.filter(session=session, through_turn=through).order_by("-created_at").first()
+        )
+        if version:
+            summary = {
+                "text": version.text,
+                "from_turn": version.from_turn,
+                "through_turn": version.through_turn,
+                "model": version.model,
+                "created_at": version.created_at.isoformat(),
+            }
+
+    in_memory = _ids((layers.get("memory") or {}).get("items"))
+    recalled = _ids((layers.get("recalled") or {}).get("memory_items"))
+    items = MemoryItem.objects.filter(office_id=channel.office_id, pk__in=[*in_memory, *recalled])
+    by_id = {item.pk: item for item in items.select_related("coworker", "channel")}
+    memory = [
+        {
+            "id": item.pk,
+            "text": item.text,
+            "kind": item.kind,
+            "scope": item.scope,
+            "scope_name": _scope_name(item),
+            "pinned": item.pinned,
+            "active": item.active,
+            "layer": "memory" if pk in in_memory else "recalled",
+        }
+        for pk in dict.fromkeys([*in_memory, *recalled])
+        if (item := by_id.get(pk)) is not None
+    ]
+
+    return JsonResponse(
+        {
+            "channel": channel.pk,
+            "session": session.pk,
+            "task": task.pk,
+            "turn": task.turn,
+            "status": task.status,
+            "coworker": task.coworker,
+            "report": task.prompt_report,
+            "usage": {
+                "provider": task.provider,
+                "model": task.model,
+                "input_tokens": task.input_tokens,
+                "cache_write_tokens": task.cache_write_tokens,
+                "cache_read_tokens": task.cache_read_tokens,
+                "output_tokens": task.output_tokens,
+                "cost_usd": str(task.cost_usd) if task.cost_usd is not None else None,
+            },
+            "summary": summary,
+            "memory_items": memory,
+        },
+        json_dumps_params={"ensure_ascii": False},
+    )
+
+
+def sidebar(office: Office) -> dict:
     channels = list(office.channels.select_related("coworker"))
+    working = set(
+        Task.objects.filter(
+            status=Task.Status.RUNNING,
+            session__status=Session.Status.ACTIVE,
+            session__channel__office=office,
+            session__channel__kind=Channel.Kind.DIRECT,
+        ).values_list("session__channel_id", flat=True)
+    )
+    direct = [c for c in channels if c.kind == Channel.Kind.DIRECT]
+    for c in direct:
+        c.working = c.pk in working
     return {
-        "direct_channels": [c for c in channels if c.kind == Channel.Kind.DIRECT],
+        "direct_channels": direct,
         "team_channels": [c for c in channels if c.kind in (Channel.Kind.MAIN, Channel.Kind.ALL_HANDS)],
         "project_channels": [c for c in channels if c.kind == Channel.Kind.PROJECT],
         "meeting_channels": [c for c in channels if c.kind == Channel.Kind.MEETING],
     }
+
+
+def _report_url_template(channel: Channel) -> str:
+    """The report endpoint's address with a {turn} placeholder, for the page script."""
+    return reverse("task_report", args=[channel.pk, 0]).replace("/tasks/0/", "/tasks/{turn}/")
+
+
+def _visible_channel(request: HttpRequest, channel_id: int) -> Channel:
+    visible = Channel.objects.visible_to(request.user).select_related("office", "coworker")
+    return get_object_or_404(visible, pk=channel_id)
+
+
+def _past_sessions(channel: Channel) -> list[Session]:
+    ended = channel.sessions.filter(status=Session.Status.ENDED).order_by("-started_at")
+    return list(ended.annotate(task_total=Count("tasks"))[:20])
+
+
+def nudges_under_their_instruction(messages: list[Message]) -> list[Message]:
+    """The long-conversation nudge is stored as a notice of its task; it is shown right under that task's instruction."""
+    nudges = [m for m in messages if m.role == Message.Role.NOTICE and m.content.startswith(NUDGE_MARK)]
+    if not nudges:
+        return messages
+    ordered = [m for m in messages if m not in nudges]
+    for notice in nudges:
+        instruction = next((i for i, m in enumerate(ordered) if m.role == Message.Role.USER and m.turn == notice.turn), None)
+        if instruction is None:
+            ordered.append(notice)
+        else:
+            ordered.insert(instruction + 1, notice)
+    return ordered
+
+
+def _prepare_history(channel: Channel, session: Session | None, messages: list[Message]) -> dict[str, dict]:
+    """Decorate messages for the template (speaker, rendered HTML, tool calls, context bar).
+
+    Returns the context bars by turn, for the page script. Only the server's sanitized
+    HTML is ever marked safe; user text and tool output are escaped by the template.
+    """
+    coworkers = {c.slug: c for c in channel.office.coworkers.all()}
+    turns = {m.turn for m in messages}
+    reports: dict[str, dict] = {}
+    states: dict[int, tuple[str, str]] = {}
+    if session and turns:
+        rows = session.tasks.filter(turn__in=turns).values_list("turn", "status", "error", "prompt_report", "coworker")
+        for turn, status, error, report, coworker in rows:
+            states[turn] = (status, error)
+            if report:
+                # The report is of the prompt built for the task's (first) coworker: its bar goes on their replies.
+                reports[str(turn)] = {**bar(report), "coworker": coworker}
+    call_names: dict[str, str] = {}
+    for message in messages:
+        coworker = coworkers.get(message.coworker)
+        # History keeps the slug it was written with; show today's name where there is one.
+        message.speaker = coworker.name if coworker else message.coworker
+        message.colour = coworker.colour if coworker else ""
+        message.is_nudge = message.role == Message.Role.NOTICE and message.content.startswith(NUDGE_MARK)
+        if message.role == Message.Role.ASSISTANT:
+            message.html = render_markdown(message.content) if message.content else ""
+            message.calls = [_call(call) for call in message.tool_calls or ()]
+            call_names.update({c["id"]: c["name"] for c in message.calls})
+            context = reports.get(str(message.turn))
+            if not message.tool_calls and context and context["coworker"] in ("", message.coworker):
+                message.context = context
+        elif message.role == Message.Role.USER:
+            # The instruction shows how its task ended when that is not simply "done".
+            message.task_status, message.task_error = states.get(message.turn, ("", ""))
+            if message.task_status == Task.Status.DONE:
+                message.task_status = ""
+            message.task_label = TASK_LABELS.get(message.task_status, "")
+        elif message.role == Message.Role.TOOL:
+            message.tool_name = call_names.get(message.tool_call_id, "")
+    return reports
+
+
+def _call(call: dict) -> dict:
+    args = call.get("args") or {}
+    preview = ""
+    if isinstance(args, dict) and args:
+        first = next(iter(args.values()))
+        preview = first if isinstance(first, str) else json.dumps(first, ensure_ascii=False)
+        preview = preview if len(preview) <= 60 else preview[:59] + "…"
+    return {
+        "id": call.get("id", ""),
+        "name": call.get("name", "tool"),
+        "args_json": json.dumps(args, ensure_ascii=False, indent=2),
+        "preview": preview,
+    }
+
+
+def bar(report: dict) -> dict:
+    """The context bar of one prompt report: each layer's share, with characters and estimated tokens."""
+    layers = report.get("layers") or {}
+    segments = []
+    for name in LAYERS:
+        layer = layers.get(name) or {}
+        chars = int(layer.get("chars") or 0)
+        tokens = layer.get("tokens")
+        segments.append({"name": name, "chars": chars, "tokens": tokens, "label": _amount(chars, tokens)})
+    total = report.get("total_chars") or sum(s["chars"] for s in segments)
+    tokens = report.get("estimated_tokens")
+    return {"segments": segments, "total_chars": total, "estimated_tokens": tokens, "label": _amount(total, tokens)}
+
+
+def _amount(chars: int, tokens: int | None) -> str:
+    return f"{chars:,} characters" + (f" · ~{tokens:,} tokens" if tokens is not None else "")
+
+
+def _ids(values: Iterable | None) -> list[int]:
+    return [int(v) for v in values or () if isinstance(v, int) or (isinstance(v, str) and v.isdigit())]
+
+
+def _scope_name(item: MemoryItem) -> str:
+    if item.scope == MemoryItem.Scope.COWORKER and item.coworker:
+        return item.coworker.name
+    if item.scope == MemoryItem.Scope.CHANNEL and item.channel:
+        return f"# {item.channel.name}"
+    return "Office"
+
+
+def _offline() -> bool:
+    """No API key: the offline responder answers (the UI says so)."""
+    return not os.environ.get("ANTHROPIC_API_KEY", "").strip()

@@ -74,10 +74,12 @@ def post_instruction(
     origin: dict | None = None,
     handed_off_from: Task | None = None,
     provider: Provider | None = None,
+    language: str = "en",
 ) -> Task:
     """Store an instruction as a new task of the channel's active session and start the work.
 
-    A resend with the same `client_id` returns the task it already created.
+    A resend with the same `client_id` returns the task it already created. `language`
+    is the one the long-conversation nudge is shown in, if this task makes it due.
     """
     text = text.strip()
     if not text:
@@ -107,6 +109,7 @@ def post_instruction(
             for earlier in abandoned_tasks(session, before=task.turn):
                 tasks.run_task.enqueue(earlier)
             tasks.run_task.enqueue(task.pk)
+            tasks.check_nudge.enqueue(session.pk, "instruction", language)
     except IntegrityError:
         # The same client_id raced in from another connection: that task is the one.
         existing = Task.objects.filter(session__channel=channel, client_id=client_id).first() if client_id else None

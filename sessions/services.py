@@ -45,11 +45,11 @@ def get_active_session(*, channel: Channel) -> Session:
         return Session.objects.get(channel=channel, status=Session.Status.ACTIVE)
 
 
-def start_session(*, channel: Channel) -> Session:
-    """End the channel's active session, if any, and open a new one."""
+def start_session(*, channel: Channel, carried_note: str = "") -> Session:
+    """End the channel's active session, if any, and open a new one (with a note carried from the old one)."""
     with transaction.atomic():
         end_active_session(channel=channel)
-        return Session.objects.create(channel=channel)
+        return Session.objects.create(channel=channel, carried_note=carried_note)
 
 
 def end_active_session(*, channel: Channel) -> int:

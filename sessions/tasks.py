@@ -7,7 +7,7 @@ server's thread pool in the embedded default (office.background).
 from coworkers.providers import ProviderError
 from office.background import job
 
-from . import folding, memory, pipeline
+from . import folding, memory, nudge, pipeline
 
 
 @job(retry_on=(ProviderError,), max_retries=5)
@@ -23,3 +23,9 @@ def extract_task_memory(task_id: int) -> None:
 @job(retry_on=(pipeline.TaskBusy,), max_retries=20)
 def run_task(task_id: int) -> None:
     pipeline.run_task(task_id)
+
+
+@job()
+def check_nudge(session_id: int, trigger: str, language: str = "en") -> None:
+    """After an instruction is stored and acknowledged: show the long-conversation nudge if it is due."""
+    nudge.maybe_nudge(session_id, trigger, language)

@@ -87,6 +87,15 @@ def outsider_channel(other_office) -> Channel:
     return Channel.objects.create(office=other_office, kind=Channel.Kind.MAIN, name="globex-main")
 
 
+@pytest.fixture(autouse=True)
+def no_job_outlives_its_test():
+    """In-process jobs a test started finish before the next test begins (they write to the database)."""
+    yield
+    from office import background
+
+    assert background.drain(timeout=60), "a background job was still running a minute after its test"
+
+
 @pytest.fixture
 def frames(monkeypatch) -> list[dict]:
     """Every frame sent to channel watchers, in order; sent at once (a test has no commit to wait for)."""

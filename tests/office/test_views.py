@@ -46,7 +46,8 @@ def test_a_member_sees_a_channel_and_its_conversation(client, bob, direct_channe
     assert response.status_code == 200
     assert b"Draft the &lt;b&gt;launch&lt;/b&gt; email" in response.content  # user text is never raw HTML
     assert b"1 task in this conversation" in response.content
-    assert b'<div class="who">Mina</div><div class="text">Here is a draft.</div>' in response.content
+    assert b'<span class="who">Mina</span>' in response.content
+    assert b'<div class="text md"><p>Here is a draft.</p></div>' in response.content
 
 
 def test_an_outsider_gets_404_for_another_offices_pages(client, charlie, direct_channel):

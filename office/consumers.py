@@ -1,0 +1,242 @@
+"""The channel websocket (/ws/channels/<id>/): authenticate, check membership, join the channel's group,
+hand each valid frame to a service, forward the group's events. No ORM on the event loop, and no
+model call anywhere near it; must not import a provider.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import Any
+
+from asgiref.sync import sync_to_async
+from channels.db import database_sync_to_async
+from channels.generic.websocket import AsyncJsonWebsocketConsumer
+from django.db import connections
+
+from sessions import nudge, pipeline
+from sessions.models import Task
+
+from . import events
+from .models import Channel
+
+log = logging.getLogger(__name__)
+
+# Close code for "not yours": an outsider, an anonymous visitor and a channel that does not exist
+# get the same answer, so nobody can probe which channel ids exist.
+REFUSED = 4403
+# A frame longer than this is refused before parsing. Room for a whole instruction even when
+# every character is sent as a \uXXXX escape.
+MAX_FRAME_CHARS = 200_000
+MAX_CLIENT_ID_CHARS = 64
+# How many stored events one read of a resync replays; a longer gap takes several reads.
+RESYNC_PAGE = 500
+
+
+class FrameError(Exception):
+    """A frame the consumer will not act on; the client gets an `error` frame and the socket stays open."""
+
+    def __init__(self, code: str, detail: str) -> None:
+        super().__init__(detail)
+        self.code, self.detail = code, detail
+
+
+class ChannelConsumer(AsyncJsonWebsocketConsumer):
+    """One browser tab watching one channel. Frames: see DESIGN.md, Contracts."""
+
+    channel_id: int
+    group: str | None = None
+
+    async def connect(self) -> None:
+        self.channel_id = int(self.scope["url_route"]["kwargs"]["channel_id"])
+        self.language = nudge.language_from_header(_header(self.scope, b"accept-language"))
+        # The seq of the next persisted event this socket forwards live: each is sent once, in order.
+        self.next_seq = 1
+        if not await is_member(self.scope.get("user"), self.channel_id):
+            await self.close(code=REFUSED)
+            return
+        events.remember_server_loop()
+        # Join before reading the snapshot: an event committed after the read is then sure to arrive.
+        self.group = events.channel_group(self.channel_id)
+        await self.channel_layer.group_add(self.group, self.channel_name)
+        await self.accept()
+        frame = await database_sync_to_async(events.session_frame)(self.channel_id)
+        # Events up to the snapshot's seq are in it, or the client's resync asks for them.
+        self.next_seq = frame["seq"] + 1
+        await self.send_json(frame)
+        try:
+            await database_sync_to_async(nudge.maybe_nudge)(frame["session"]["id"], "entry", self.language)
+        except Exception:
+            # The nudge is a suggestion; failing to show it must not cost the user the connection.
+            log.exception("could not check the nudge on entry to channel %s", self.channel_id)
+
+    async def disconnect(self, code: int) -> None:
+        if self.group:
+            await self.channel_layer.group_discard(self.group, self.channel_name)
+
+    # From the client --------------------------------------------------------------------
+
+    async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None, **kwargs: Any) -> None:
+        try:
+            if text_data is None:
+                raise FrameError("bad_json", "Frames are JSON text.")
+            if len(text_data) > MAX_FRAME_CHARS:
+                raise FrameError("too_long", "This frame is too long.")
+            await self.receive_json(await self.decode_json(text_data))
+        except FrameError as error:
+            await self.send_error(error.code, error.detail)
+
+    @classmethod
+    async def decode_json(cls, text_data: str) -> Any:
+        try:
+            return json.loads(text_data)
+        except (ValueError, RecursionError):
+            raise FrameError("bad_json", "This frame is not valid JSON.") from None
+
+    async def receive_json(self, content: Any, **kwargs: Any) -> None:
+        if not isinstance(content, dict) or not isinstance(content.get("type"), str):
+            raise FrameError("bad_frame", "A frame is a JSON object with a type.")
+        handler = self.HANDLERS.get(content["type"])
+        if handler is None:
+            raise FrameError("unknown_type", f"Unknown frame type: {content['type'][:40]!r}.")
+        if not await is_member(self.scope.get("user"), self.channel_id):
+            # Removed from the office while connected.
+            await self.close(code=REFUSED)
+            return
+        try:
+            await handler(self, content)
+        except FrameError:
+            raise
+        except Exception:
+            log.exception("%s frame failed in channel %s", content["type"], self.channel_id)
+            raise FrameError("internal", "Something went wrong on our side. Please try again.") from None
+
+    async def on_instruction(self, content: dict) -> None:
+        text, client_id = content.get("text"), content.get("client_id") or ""
+        if not isinstance(text, str):
+            raise FrameError("bad_frame", "An instruction needs text.")
+        if not isinstance(client_id, str) or len(client_id) > MAX_CLIENT_ID_CHARS:
+            raise FrameError("bad_frame", f"client_id is a string of at most {MAX_CLIENT_ID_CHARS} characters.")
+        if not text.strip():
+            raise FrameError("empty", "An instruction needs some text.")
+        if len(text.strip()) > pipeline.MAX_INSTRUCTION_CHARS:
+            raise FrameError("too_long", f"An instruction can be at most {pipeline.MAX_INSTRUCTION_CHARS:,} characters.")
+        try:
+            # Not database_sync_to_async: routing (choose_responders) may call a model over the
+            # network before the task is stored, and Channels' one shared database thread must
+            # never wait on that, or every connected user would stall behind it. This runs on a
+            # thread of its own; the reply itself is a background job, enqueued after commit.
+            await post_off_shared_thread(
+                channel_id=self.channel_id, text=text, client_id=client_id, language=self.language
+            )
+        except pipeline.InstructionRejected as rejected:
+            raise FrameError(rejected.code, rejected.detail) from None
+        # Acknowledged by the group's `message` and `task` events; a resend of a known
+        # client_id creates nothing and sends nothing (the client resyncs to see the first).
+
+    async def on_session_new(self, content: dict) -> None:
+        # The new `session` frame reaches every tab through the group, this one included.
+        await database_sync_to_async(start_new_conversation)(self.channel_id)
+
+    async def on_nudge_dismiss(self, content: dict) -> None:
+        # "Keep going": nothing to store. The nudge is shown once per session whatever the answer.
+        return None
+
+    async def on_task_stop(self, content: dict) -> None:
+        task_id = content.get("task")
+        if not _is_count(task_id):
+            raise FrameError("bad_frame", "task.stop needs the task's id.")
+        if not await database_sync_to_async(stop_task)(self.channel_id, task_id):
+            raise FrameError("not_found", "There is no such task in this channel.")
+
+    async def on_resync(self, content: dict) -> None:
+        after = content.get("after")
+        if not _is_count(after):
+            raise FrameError("bad_frame", "resync needs `after`, the last seq the client has (0 for none).")
+        while True:
+            batch = await database_sync_to_async(events.events_after)(self.channel_id, after, RESYNC_PAGE)
+            for frame in batch:
+                # Sent even if this socket sent it before: the client asked for everything after `after`.
+                await self.send_json(frame)
+                self.next_seq = max(self.next_seq, frame["seq"] + 1)
+            if len(batch) < RESYNC_PAGE:
+                return
+            after = batch[-1]["seq"]
+
+    HANDLERS = {
+        "instruction": on_instruction,
+        "session.new": on_session_new,
+        "nudge.dismiss": on_nudge_dismiss,
+        "task.stop": on_task_stop,
+        "resync": on_resync,
+    }
+
+    async def send_error(self, code: str, detail: str) -> None:
+        await self.send_json({"type": "error", "code": code, "detail": detail})
+
+    # From the group ----------------------------------------------------------------------
+
+    async def office_event(self, message: dict) -> None:
+        frame = message["event"]
+        seq = frame.get("seq")
+        if seq is None:  # a delta: not stored, not numbered
+            await self.send_json(frame)
+            return
+        if seq < self.next_seq:
+            return  # already sent: in the session frame, a resync, or filled in below
+        if seq > self.next_seq:
+            # Events from different threads can reach the group out of order, and a full channel
+            # drops some. Seqs commit in order, so the missing ones are stored by now: send them first.
+            missing = await database_sync_to_async(events.events_after)(
+                self.channel_id, self.next_seq - 1, seq - self.next_seq
+            )
+            for earlier in missing:
+                await self.send_json(earlier)
+        await self.send_json(frame)
+        self.next_seq = seq + 1
+
+
+# Off the loop: each runs in a thread, through database_sync_to_async or post_off_shared_thread.
+
+
+@database_sync_to_async
+def is_member(user, channel_id: int) -> bool:
+    if user is None or not user.is_authenticated:
+        return False
+    return Channel.objects.visible_to(user).filter(pk=channel_id).exists()
+
+
+def post_instruction(*, channel_id: int, text: str, client_id: str, language: str) -> None:
+    try:
+        channel = Channel.objects.select_related("office", "coworker").get(pk=channel_id)
+        pipeline.post_instruction(channel=channel, text=text, client_id=client_id, language=language)
+    finally:
+        # A thread of the loop's general pool, not a database thread: it must not keep a connection.
+        connections.close_all()
+
+
+post_off_shared_thread = sync_to_async(post_instruction, thread_sensitive=False)
+
+
+def start_new_conversation(channel_id: int) -> None:
+    nudge.start_new_conversation(channel=Channel.objects.get(pk=channel_id))
+
+
+def stop_task(channel_id: int, task_id: int) -> bool:
+    """False if the task is not one of this channel's (another channel's id is simply not found)."""
+    task = Task.objects.select_related("session").filter(pk=task_id, session__channel_id=channel_id).first()
+    if task is None:
+        return False
+    pipeline.request_stop(task)
+    return True
+
+
+def _is_count(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def _header(scope: dict, name: bytes) -> str:
+    for key, value in scope.get("headers", ()):
+        if key.lower() == name:
+            return value.decode("latin-1")
+    return ""

@@ -1,0 +1,220 @@
+// "Context you can see": the stacked bar under a coworker's reply, and the report dialog it opens.
+// Everything from the server is set with textContent; nothing here builds HTML from data.
+
+export const LAYERS = [
+  ["system", "System", "Persona, office, channel and who is in it"],
+  ["memory", "Memory", "Long-term memory items"],
+  ["summary", "Summary", "Rolling summary of older tasks (and digests)"],
+  ["recent", "Recent", "Recent tasks in full detail"],
+  ["recalled", "Recalled", "Older tasks recalled for this instruction"],
+  ["current", "Current", "This instruction and its own tool loop"],
+];
+
+const data = JSON.parse(document.getElementById("channel-data")?.textContent || "{}");
+const cache = new Map(); // "session:turn" -> Promise of the endpoint's JSON
+
+const fmt = (n) => (typeof n === "number" ? n.toLocaleString("en-US") : "—");
+const amount = (chars, tokens) => `${fmt(chars)} characters` + (typeof tokens === "number" ? ` · ~${fmt(tokens)} tokens` : "");
+
+export function el(tag, attrs = {}, ...children) {
+  const node = document.createElement(tag);
+  for (const [key, value] of Object.entries(attrs)) {
+    if (value === undefined || value === null || value === false) continue;
+    if (key === "class") node.className = value;
+    else if (key === "text") node.textContent = value;
+    else if (key === "style") node.style.cssText = value;
+    else if (key === "dataset") {
+      for (const [name, v] of Object.entries(value)) if (v !== undefined && v !== null) node.dataset[name] = String(v);
+    }
+    else node.setAttribute(key, value === true ? "" : value);
+  }
+  for (const child of children.flat()) {
+    if (child === null || child === undefined || child === false) continue;
+    node.append(child instanceof Node ? child : document.createTextNode(String(child)));
+  }
+  return node;
+}
+
+/** The bar's data from a stored prompt report (same shape as office.views.bar). */
+export function barFromReport(report) {
+  const layers = (report && report.layers) || {};
+  const segments = LAYERS.map(([name]) => {
+    const layer = layers[name] || {};
+    return { name, chars: Number(layer.chars) || 0, tokens: typeof layer.tokens === "number" ? layer.tokens : null };
+  });
+  const total = report.total_chars ?? segments.reduce((sum, s) => sum + s.chars, 0);
+  return { segments, total_chars: total, estimated_tokens: report.estimated_tokens ?? null };
+}
+
+export function renderBar(bar, turn) {
+  const label = amount(bar.total_chars, bar.estimated_tokens);
+  const track = el("span", { class: "ctx-track" });
+  for (const s of bar.segments) {
+    if (!s.chars) continue;
+    const name = LAYERS.find(([n]) => n === s.name)?.[1] || s.name;
+    track.append(el("span", { class: `seg seg-${s.name}`, style: `flex-grow: ${s.chars}`, title: `${name}: ${amount(s.chars, s.tokens)}` }));
+  }
+  return el(
+    "button",
+    { type: "button", class: "ctxbar", "data-report": String(turn), title: `Context: ${label}`, "aria-label": `What this prompt was made of: ${label}. Open the report.` },
+    track,
+    el("span", { class: "ctx-label", text: `Context · ${label}` }),
+  );
+}
+
+export function fetchReport(sessionId, turn) {
+  const key = `${sessionId}:${turn}`;
+  if (!cache.has(key)) {
+    const url = data.reportUrl.replace("{turn}", encodeURIComponent(turn)) + (sessionId ? `?session=${encodeURIComponent(sessionId)}` : "");
+    const request = fetch(url, { credentials: "same-origin", headers: { Accept: "application/json" } }).then((response) => {
+      if (!response.ok) throw new Error(`The report could not be loaded (HTTP ${response.status}).`);
+      return response.json();
+    });
+    // A failure is not cached: the next click tries again.
+    request.catch(() => cache.delete(key));
+    cache.set(key, request);
+  }
+  return cache.get(key);
+}
+
+export function forgetReport(sessionId, turn) {
+  cache.delete(`${sessionId}:${turn}`);
+}
+
+export async function openReport(sessionId, turn, opener) {
+  const dialog = document.getElementById("report-dialog");
+  const body = document.getElementById("report-body");
+  const title = document.getElementById("report-title");
+  title.textContent = `What the prompt for task ${turn} was made of`;
+  body.replaceChildren(el("p", { class: "muted", text: "Loading…" }));
+  if (!dialog.open) dialog.showModal();
+  try {
+    const answer = await fetchReport(sessionId, turn);
+    const who = data.coworkers?.[answer.coworker]?.name || answer.coworker;
+    if (who) title.textContent = `What ${who} saw for task ${turn}`;
+    body.replaceChildren(...reportContent(answer));
+  } catch (error) {
+    body.replaceChildren(el("p", { class: "error", text: error.message }));
+  }
+  dialog.addEventListener("close", () => opener?.focus(), { once: true });
+}
+
+function turnChips(turns) {
+  if (!turns || !turns.length) return el("span", { class: "muted", text: "none" });
+  return el("span", { class: "turns" }, turns.map((t) => el("span", { class: "t", text: `#${t}` })));
+}
+
+function reportContent(answer) {
+  const report = answer.report;
+  const parts = [];
+  if (!report) {
+    parts.push(el("p", { class: "muted", text: "This task has no prompt report yet: it may still be waiting to run." }));
+  } else {
+    const bar = barFromReport(report);
+    const layers = report.layers || {};
+    parts.push(el("p", { class: "muted", text: `Total: ${amount(bar.total_chars, bar.estimated_tokens)} (estimated; characters are the budget unit).` }));
+    const track = el("div", { class: "big-track", role: "img", "aria-label": "Share of each layer" });
+    const legend = el("ul", { class: "legend" });
+    for (const [name, label, description] of LAYERS) {
+      const layer = layers[name] || {};
+      const chars = Number(layer.chars) || 0;
+      if (chars) track.append(el("span", { class: `seg seg-${name}`, style: `flex-grow: ${chars}`, title: `${label}: ${amount(chars, layer.tokens)}` }));
+      const budget = typeof layer.budget === "number" ? ` of ${fmt(layer.budget)}` : "";
+      legend.append(
+        el("li", { title: description },
+          el("span", { class: `swatch seg-${name}` }),
+          el("span", { text: label }),
+          el("span", { class: "num", text: `${fmt(chars)}${budget} ch${typeof layer.tokens === "number" ? ` · ~${fmt(layer.tokens)} tok` : ""}` }),
+        ),
+      );
+    }
+    parts.push(track, legend);
+
+    parts.push(el("h3", { text: "Earlier tasks in this prompt" }));
+    const through = report.summarized_through || 0;
+    parts.push(
+      el("dl", {},
+        el("dt", { text: "In full detail" }), el("dd", {}, turnChips(report.detailed_tasks || layers.recent?.tasks)),
+        el("dt", { text: "As a short digest" }), el("dd", {}, turnChips(report.digested_tasks)),
+        el("dt", { text: "In the summary" }), el("dd", { text: through ? `tasks 1–${through}` : "none yet" }),
+        el("dt", { text: "Recalled by relevance" }), el("dd", {}, turnChips(report.recalled_tasks || layers.recalled?.tasks)),
+      ),
+    );
+  }
+
+  parts.push(el("h3", { text: "Summary the model saw" }));
+  if (answer.summary) {
+    const s = answer.summary;
+    parts.push(el("p", { class: "muted", text: `Tasks ${s.from_turn > 1 ? `1–${s.through_turn} (this fold added ${s.from_turn}–${s.through_turn})` : `1–${s.through_turn}`} · ${s.model}` }));
+    parts.push(el("pre", { class: "summary-text", text: s.text }));
+  } else if (report && report.summarized_through) {
+    parts.push(el("p", { class: "muted", text: `A summary of tasks 1–${report.summarized_through} (its text is no longer stored).` }));
+  } else {
+    parts.push(el("p", { class: "muted", text: "No summary: every earlier task fit in detail." }));
+  }
+
+  parts.push(el("h3", { text: "Long-term memory used" }));
+  if (answer.memory_items && answer.memory_items.length) {
+    parts.push(
+      el("ul", { class: "mem-list" },
+        answer.memory_items.map((item) =>
+          el("li", {},
+            el("span", { class: `chip kind-${item.kind}`, text: item.kind }), " ",
+            item.pinned ? el("span", { class: "chip pin", text: "pinned" }) : null, item.pinned ? " " : null,
+            el("span", { text: item.text }),
+            el("span", { class: "muted", text: ` · ${item.scope_name}${item.layer === "recalled" ? " · recalled" : ""}${item.active ? "" : " · deleted since"}` }),
+          ),
+        ),
+      ),
+    );
+  } else {
+    parts.push(el("p", { class: "muted", text: "No memory items were in this prompt." }));
+  }
+
+  const u = answer.usage || {};
+  parts.push(el("h3", { text: "Tokens and cost" }));
+  const cost = u.cost_usd === null || u.cost_usd === undefined ? "—" : `$${Number(u.cost_usd).toFixed(4)}`;
+  parts.push(
+    el("dl", {},
+      el("dt", { text: "Model" }), el("dd", { text: [u.provider, u.model].filter(Boolean).join(" · ") || "—" }),
+      el("dt", { text: "Input tokens" }), el("dd", { text: fmt(u.input_tokens) }),
+      el("dt", { text: "Cache write" }), el("dd", { text: fmt(u.cache_write_tokens) }),
+      el("dt", { text: "Cache read" }), el("dd", { text: fmt(u.cache_read_tokens) }),
+      el("dt", { text: "Output tokens" }), el("dd", { text: fmt(u.output_tokens) }),
+      el("dt", { text: "Cost" }), el("dd", { text: cost }),
+    ),
+  );
+  if (u.provider === "offline") parts.push(el("p", { class: "muted", text: "The offline responder answered: no model was called, so nothing was billed." }));
+
+  if (report && report.notes && report.notes.length) {
+    parts.push(el("h3", { text: "Notes" }), el("ul", { class: "notes" }, report.notes.map((n) => el("li", { text: String(n) }))));
+  }
+  return parts;
+}
+
+/** Clicks on any context bar open its report; `sessionOf()` names the session it belongs to. */
+export function wireReports(root, sessionOf) {
+  root.addEventListener("click", (event) => {
+    const button = event.target.closest("[data-report]");
+    if (!button) return;
+    openReport(sessionOf(button), Number(button.dataset.report), button);
+  });
+}
+
+/** #turn-N in the address (from the memory page's "from … task N") scrolls to that instruction. */
+export function showTurnFromHash(root) {
+  const match = /^#turn-(\d+)$/.exec(location.hash);
+  if (!match) return false;
+  const target = root.querySelector(`.msg.user[data-turn="${match[1]}"]`) || root.querySelector(`[data-turn="${match[1]}"]`);
+  if (!target) return false;
+  target.scrollIntoView({ block: "center" });
+  target.classList.add("highlight");
+  return true;
+}
+
+// The past-conversation page has only this module: wire it up there.
+if (data.readOnly) {
+  const history = document.getElementById("history");
+  wireReports(document, () => data.session);
+  if (!showTurnFromHash(history)) history.scrollTop = history.scrollHeight;
+}
