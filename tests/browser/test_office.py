@@ -1,0 +1,184 @@
+"""The office in a real browser: Playwright driving Debian's Chromium against a real Daphne server.
+
+Screenshots go to test-artifacts/. The server runs on the test database with the
+in-process runner and the offline responder, as `make run` does.
+"""
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from django.core.management import call_command
+from django.db import connection
+
+from sessions import services
+from sessions.models import MemoryItem, Session
+from tests.sessions.test_background import ROOT, _database_url
+from tests.sessions.test_prompts import conversation
+
+CHROMIUM = "/usr/bin/chromium"
+ARTIFACTS = ROOT / "test-artifacts"
+# Chromium as root in a closed network: no sandbox, and none of its background connections.
+ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
+        "--disable-component-update", "--disable-sync"]
+
+if not Path(CHROMIUM).exists():
+    # CI installs Debian's chromium (.ci/run); there a missing browser must fail, not skip.
+    if os.environ.get("CI"):
+        raise RuntimeError(f"{CHROMIUM} is missing: .ci/run installs Debian's chromium for the browser tests")
+    pytest.skip("Debian's chromium is not installed", allow_module_level=True)
+
+sync_playwright = pytest.importorskip("playwright.sync_api").sync_playwright
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture
+def server(transactional_db):
+    """Daphne serving the app on the test database (what a person would run, minus the seeding)."""
+    port = free_port()
+    env = {key: value for key, value in os.environ.items() if key != "ANTHROPIC_API_KEY"}
+    env |= {"DEBUG": "1", "BACKGROUND_WORK": "inprocess"}
+    if connection.vendor == "sqlite":
+        env["SQLITE_PATH"] = connection.settings_dict["NAME"]
+    else:
+        env["DATABASE_URL"] = _database_url(connection.settings_dict)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port), "office.asgi:application"],
+        cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+    )
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        with socket.socket() as probe:
+            if probe.connect_ex(("127.0.0.1", port)) == 0:
+                break
+        time.sleep(0.2)
+    else:
+        process.kill()
+        raise RuntimeError(process.stderr.read().decode()[-2000:])
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        process.terminate()
+        process.wait(timeout=15)
+
+
+@pytest.fixture
+def demo(settings):
+    settings.DEBUG = True  # the demo user exists only in development
+    call_command("seed_demo", stdout=open(os.devnull, "w"))
+
+
+@pytest.fixture
+def browser(monkeypatch):
+    # Playwright's sync API runs an event loop on this thread; the test's own ORM calls are still plain sync code.
+    monkeypatch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+    ARTIFACTS.mkdir(exist_ok=True)
+    with sync_playwright() as playwright:
+        chromium = playwright.chromium.launch(executable_path=CHROMIUM, headless=True, args=ARGS)
+        try:
+            yield chromium
+        finally:
+            chromium.close()
+
+
+def sign_in(browser, server: str):
+    context = browser.new_context(viewport={"width": 1280, "height": 860})
+    page = context.new_page()
+    page.goto(f"{server}/accounts/login/")
+    page.fill("#id_username", "demo")
+    page.fill("#id_password", "demo")
+    page.click("button[type=submit]")
+    page.wait_for_url(f"{server}/o/acme/")
+    return context, page
+
+
+def open_channel(page, server: str, name: str) -> None:
+    page.get_by_role("link", name=name).first.click()
+    page.wait_for_selector(".conn:has-text('Live')", timeout=15_000)
+
+
+def send(page, text: str) -> None:
+    box = page.locator(".composer textarea")
+    box.fill(text)
+    box.press("Enter")
+
+
+def test_a_person_signs_in_talks_to_a_coworker_and_opens_what_the_prompt_was_made_of(server, demo, browser):
+    context, page = sign_in(browser, server)
+    page.screenshot(path=str(ARTIFACTS / "office.png"))
+    open_channel(page, server, "Mina")
+
+    send(page, "Draft three taglines for the spring launch")
+
+    page.wait_for_selector(".msg.user:has-text('Draft three taglines')")
+    reply = page.locator(".msg.assistant").last
+    reply.wait_for(timeout=20_000)
+    assert "Offline mode" in reply.inner_text()
+    page.screenshot(path=str(ARTIFACTS / "channel.png"))
+
+    page.locator(".ctxbar").last.click()
+    dialog = page.locator(".report")
+    dialog.wait_for(state="visible")
+    assert "current" in dialog.inner_text().lower()
+    page.screenshot(path=str(ARTIFACTS / "context-report.png"))
+    context.close()
+
+
+def test_the_nudge_shows_once_at_the_twentieth_task_across_reloads_and_tabs(server, demo, browser):
+    from office.models import Channel
+
+    mina = Channel.objects.get(kind="direct", coworker__slug="mina")
+    services.import_session(channel=mina, data=conversation(19))
+    context, page = sign_in(browser, server)
+    open_channel(page, server, "Mina")
+    assert page.locator(".msg.nudge").count() == 0, "19 tasks: not yet"
+
+    send(page, "One more thing: draft the launch tweet")
+
+    page.locator(".msg.nudge").first.wait_for(timeout=20_000)
+    page.screenshot(path=str(ARTIFACTS / "nudge.png"))
+    assert page.locator(".msg.nudge").count() == 1
+    page.reload()
+    page.wait_for_selector(".conn:has-text('Live')")
+    assert page.locator(".msg.nudge").count() == 1, "still there after a reload, once"
+    second = context.new_page()
+    second.goto(page.url)
+    second.wait_for_selector(".conn:has-text('Live')")
+    second.wait_for_timeout(1_000)
+    assert second.locator(".msg.nudge").count() == 1 and page.locator(".msg.nudge").count() == 1
+
+    page.locator(".msg.nudge button[data-action='session-new']").click()
+    page.wait_for_function("document.querySelectorAll('.msg.nudge').length === 0", timeout=15_000)
+    assert Session.objects.filter(channel=mina).count() == 2
+    assert Session.objects.get(channel=mina, status="active").tasks.count() == 0
+    context.close()
+
+
+def test_a_person_edits_a_memory_item(server, demo, browser):
+    from office.models import Office
+
+    item = MemoryItem.objects.create(office=Office.objects.get(slug="acme"), text="The launch is on May 4.", kind="project")
+    context, page = sign_in(browser, server)
+    page.goto(f"{server}/o/acme/memory/")
+
+    page.get_by_label("Edit: The launch is on May 4.").click()
+    form = page.locator(f"form[action$='/memory/{item.pk}/edit/']")
+    form.locator("textarea").fill("The launch moved to May 11.")
+    form.get_by_role("button", name="Save").click()
+
+    page.wait_for_selector("text=The launch moved to May 11.")
+    page.screenshot(path=str(ARTIFACTS / "memory.png"))
+    item.refresh_from_db()
+    assert item.text == "The launch moved to May 11."
+    context.close()
