@@ -50,6 +50,23 @@ def _collapse(items: list, prefix: str, what: str) -> list:
     return kept
 
 
+class ReadOnlyAdmin:
+    """Records written by the app, looked at here: never added or edited by hand."""
+
+    def has_add_permission(self, request) -> bool:
+        return False
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return False
+
+
+class AppendOnlyAdmin(ReadOnlyAdmin):
+    """Append-only records: not even deleted one by one (they go with what they belong to)."""
+
+    def has_delete_permission(self, request, obj=None) -> bool:
+        return False
+
+
 class MembershipInline(admin.TabularInline):
     model = Membership
     extra = 0
@@ -138,7 +155,7 @@ class DocumentAdmin(admin.ModelAdmin):
 
 
 @admin.register(DocumentVersion)
-class DocumentVersionAdmin(admin.ModelAdmin):
+class DocumentVersionAdmin(ReadOnlyAdmin, admin.ModelAdmin):
     list_display = ["document", "number", "author", "created_at"]
     list_filter = ["document__office"]
     search_fields = ["document__title", "content", "author"]
@@ -146,15 +163,9 @@ class DocumentVersionAdmin(admin.ModelAdmin):
     fields = ["document", "number", "author", "source_task", "created_at", "content"]
     readonly_fields = fields
 
-    def has_add_permission(self, request) -> bool:
-        return False
-
-    def has_change_permission(self, request, obj=None) -> bool:
-        return False
-
 
 @admin.register(ChannelEvent)
-class ChannelEventAdmin(admin.ModelAdmin):
+class ChannelEventAdmin(AppendOnlyAdmin, admin.ModelAdmin):
     """What a channel's watchers were sent, for looking into a report of a missed or doubled event.
     Read only: resync replays these rows, so they are never edited, and go only with their channel."""
 
@@ -165,11 +176,3 @@ class ChannelEventAdmin(admin.ModelAdmin):
     fields = ["channel", "seq", "type", "payload", "created_at"]
     readonly_fields = fields
 
-    def has_add_permission(self, request) -> bool:
-        return False
-
-    def has_change_permission(self, request, obj=None) -> bool:
-        return False
-
-    def has_delete_permission(self, request, obj=None) -> bool:
-        return False

@@ -14,7 +14,7 @@ from django.utils.html import format_html, format_html_join
 from django.utils.http import urlencode
 from django.utils.text import Truncator
 
-from office.admin import DeletesWholeSessions
+from office.admin import AppendOnlyAdmin, DeletesWholeSessions, ReadOnlyAdmin
 
 from . import policy as policy_rules
 from .models import ContextPolicy, MemoryEvent, MemoryItem, Message, RecallTerm, Session, SummaryVersion, Task
@@ -100,7 +100,10 @@ def render_chain(session: Session) -> str:
 
 
 @admin.register(Session)
-class SessionAdmin(DeletesWholeSessions, admin.ModelAdmin):
+class SessionAdmin(ReadOnlyAdmin, DeletesWholeSessions, admin.ModelAdmin):
+    """Sessions start and end through the session services (they carry notes and send
+    events); here they are read, and deleted with their whole history."""
+
     list_display = ["__str__", "channel", "office", "status", "started_at", "ended_at", "nudged_at"]
     list_filter = ["status", "channel__kind", "channel__office"]
     search_fields = ["id__exact", "channel__name"]
@@ -111,14 +114,6 @@ class SessionAdmin(DeletesWholeSessions, admin.ModelAdmin):
         ("Messages in chain order", {"classes": ["wide"], "fields": ["show_chain"]}),
     ]
     readonly_fields = ["channel", "status", "started_at", "ended_at", "nudged_at", "show_tasks", "show_chain"]
-
-    # Sessions start and end through the session services (they carry notes and send
-    # events); here they are read, and deleted with their whole history.
-    def has_add_permission(self, request) -> bool:
-        return False
-
-    def has_change_permission(self, request, obj=None) -> bool:
-        return False
 
     @admin.display(ordering="channel__office__name")
     def office(self, session: Session):
@@ -162,7 +157,7 @@ class TaskAdmin(admin.ModelAdmin):
 
 
 @admin.register(Message)
-class MessageAdmin(admin.ModelAdmin):
+class MessageAdmin(AppendOnlyAdmin, admin.ModelAdmin):
     """Read only: a stored message is never edited, and goes only with its whole session."""
 
     list_display = ["position", "session", "turn", "role", "coworker", "short_content", "tool_traffic", "created_at"]
@@ -175,14 +170,6 @@ class MessageAdmin(admin.ModelAdmin):
     # Counting every message on each page load is slow on a large table.
     show_full_result_count = False
 
-    def has_add_permission(self, request) -> bool:
-        return False
-
-    def has_change_permission(self, request, obj=None) -> bool:
-        return False
-
-    def has_delete_permission(self, request, obj=None) -> bool:
-        return False
 
     @admin.display(description="content")
     def short_content(self, message: Message) -> str:
@@ -246,7 +233,7 @@ class ContextPolicyAdmin(admin.ModelAdmin):
 
 
 @admin.register(SummaryVersion)
-class SummaryVersionAdmin(admin.ModelAdmin):
+class SummaryVersionAdmin(ReadOnlyAdmin, admin.ModelAdmin):
     """Every fold of a rolling summary, read-only: what the model was told, and when."""
 
     list_display = ["__str__", "session", "from_turn", "through_turn", "model", "created_at"]
@@ -255,15 +242,9 @@ class SummaryVersionAdmin(admin.ModelAdmin):
     raw_id_fields = ["session"]
     readonly_fields = ["session", "text", "from_turn", "through_turn", "model", "created_at"]
 
-    def has_add_permission(self, request) -> bool:
-        return False
-
-    def has_change_permission(self, request, obj=None) -> bool:
-        return False
-
 
 @admin.register(MemoryEvent)
-class MemoryEventAdmin(admin.ModelAdmin):
+class MemoryEventAdmin(ReadOnlyAdmin, admin.ModelAdmin):
     """The memory audit log, read-only."""
 
     list_display = ["__str__", "action", "actor", "office", "item", "source_task", "created_at"]
@@ -272,15 +253,9 @@ class MemoryEventAdmin(admin.ModelAdmin):
     list_select_related = ["office", "item", "source_task"]
     readonly_fields = ["office", "item", "action", "before", "after", "reason", "source_task", "actor", "created_at"]
 
-    def has_add_permission(self, request) -> bool:
-        return False
-
-    def has_change_permission(self, request, obj=None) -> bool:
-        return False
-
 
 @admin.register(RecallTerm)
-class RecallTermAdmin(admin.ModelAdmin):
+class RecallTermAdmin(ReadOnlyAdmin, admin.ModelAdmin):
     """The recall index (rebuilt from the history if lost), for looking, not editing."""
 
     list_display = ["term", "session", "turn", "weight"]
@@ -288,8 +263,3 @@ class RecallTermAdmin(admin.ModelAdmin):
     raw_id_fields = ["session"]
     show_full_result_count = False
 
-    def has_add_permission(self, request) -> bool:
-        return False
-
-    def has_change_permission(self, request, obj=None) -> bool:
-        return False
