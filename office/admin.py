@@ -6,7 +6,7 @@ from django.apps import apps
 from django.contrib import admin
 from django.utils.text import capfirst
 
-from .models import Channel, ChannelEvent, Document, DocumentVersion, Membership, Office
+from .models import Channel, ChannelEvent, ChannelRead, Document, DocumentVersion, Membership, Office
 
 
 class DeletesWholeSessions:
@@ -176,3 +176,11 @@ class ChannelEventAdmin(AppendOnlyAdmin, admin.ModelAdmin):
     fields = ["channel", "seq", "type", "payload", "created_at"]
     readonly_fields = fields
 
+
+
+@admin.register(ChannelRead)
+class ChannelReadAdmin(ReadOnlyAdmin, admin.ModelAdmin):
+    list_display = ["user", "channel", "last_seen_seq", "updated_at"]
+    list_filter = ["channel__office"]
+    search_fields = ["user__username", "channel__name"]
+    list_select_related = ["user", "channel"]

@@ -17,7 +17,7 @@ from django.db import connections
 from sessions import nudge, pipeline
 from sessions.models import Task
 
-from . import events
+from . import events, reading
 from .models import Channel
 
 log = logging.getLogger(__name__)
@@ -73,6 +73,10 @@ class ChannelConsumer(AsyncJsonWebsocketConsumer):
     async def disconnect(self, code: int) -> None:
         if self.group:
             await self.channel_layer.group_discard(self.group, self.channel_name)
+            # What this tab was shown live counts as read (the sidebar's unread counts).
+            await database_sync_to_async(reading.mark_read)(
+                user=self.scope.get("user"), channel_id=self.channel_id, seq=self.next_seq - 1
+            )
 
     # From the client --------------------------------------------------------------------
 

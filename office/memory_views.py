@@ -120,7 +120,7 @@ def _render_page(
 
     office_items = [i for i in items if i.scope == MemoryItem.Scope.OFFICE]
     office_chars = sum(len(i.text) for i in office_items)
-    bars = sidebar(office)
+    bars = sidebar(office, request.user)
     direct_by_coworker = {c.coworker_id: c for c in bars["direct_channels"]}
 
     coworkers = []

@@ -186,3 +186,18 @@ class DocumentVersion(models.Model):
 
     def __str__(self) -> str:
         return f"{self.document} v{self.number}"
+
+
+class ChannelRead(models.Model):
+    """How far a person has read a channel: the last event seq they were shown."""
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="channel_reads")
+    channel = models.ForeignKey(Channel, on_delete=models.CASCADE, related_name="reads")
+    last_seen_seq = models.PositiveIntegerField(default=0)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["user", "channel"], name="one_read_mark_per_user_and_channel")]
+
+    def __str__(self) -> str:
+        return f"{self.user} read {self.channel} up to {self.last_seen_seq}"

@@ -20,6 +20,7 @@ from django.urls import reverse
 from sessions.models import MemoryItem, Message, Session, SummaryVersion, Task
 
 from .markdown import render as render_markdown
+from . import reading
 from .models import Channel, Office
 
 # Past this, the page shows the latest messages only (the full UI pages through them).
@@ -49,7 +50,7 @@ def home(request: HttpRequest) -> HttpResponse:
 @login_required
 def office(request: HttpRequest, slug: str) -> HttpResponse:
     office = get_object_or_404(offices_of(request.user), slug=slug)
-    return render(request, "office/office.html", {"office": office, **sidebar(office)})
+    return render(request, "office/office.html", {"office": office, **sidebar(office, request.user)})
 
 
 @login_required
@@ -57,6 +58,7 @@ def channel(request: HttpRequest, channel_id: int) -> HttpResponse:
     channel = _visible_channel(request, channel_id)
     # Read before the history: the page script resyncs from here, so nothing after it is missed.
     seq = channel.last_event_seq
+    reading.mark_read(user=request.user, channel_id=channel.pk, seq=seq)
     session = Session.objects.filter(channel=channel, status=Session.Status.ACTIVE).first()
     messages: list[Message] = []
     open_tasks: list[dict] = []
@@ -95,7 +97,7 @@ def channel(request: HttpRequest, channel_id: int) -> HttpResponse:
             "past_sessions": _past_sessions(channel),
             "page": page,
             "offline": _offline(),
-            **sidebar(channel.office),
+            **sidebar(channel.office, request.user),
         },
     )
 
@@ -129,7 +131,7 @@ def past_session(request: HttpRequest, channel_id: int, session_id: int) -> Http
             "truncated": bool(messages) and messages[0].position > 1,
             "past_sessions": _past_sessions(channel),
             "page": page,
-            **sidebar(channel.office),
+            **sidebar(channel.office, request.user),
         },
     )
 
@@ -208,8 +210,11 @@ def task_report(request: HttpRequest, channel_id: int, turn: int) -> JsonRespons
     )
 
 
-def sidebar(office: Office) -> dict:
+def sidebar(office: Office, user=None) -> dict:
     channels = list(office.channels.select_related("coworker"))
+    unread = reading.unread_counts(user=user, office=office) if user is not None else {}
+    for c in channels:
+        c.unread = unread.get(c.pk, 0)
     working = set(
         Task.objects.filter(
             status=Task.Status.RUNNING,

@@ -691,3 +691,17 @@ def test_markdown_renders_safe_html():
     )
     for payload in XSS + ('<a href="javascript:alert(1)">x</a>', "[x](JAVASCRIPT:alert(1))", "<svg onload=alert(1)>"):
         assert_inert(render(payload))
+
+
+@pytest.mark.asyncio
+async def test_what_a_tab_was_shown_live_counts_as_read_when_it_closes(bob, direct_channel, enter, nudge_checks):
+    from office.models import ChannelRead
+
+    socket, _ = await enter(bob, direct_channel)
+    await socket.send_json_to({"type": "instruction", "text": "Hello", "client_id": "c-read"})
+    task = (await receive_until(socket, "task"))[-1]
+
+    await socket.disconnect()
+
+    read = await ChannelRead.objects.aget(user=bob, channel=direct_channel)
+    assert read.last_seen_seq == task["seq"]
