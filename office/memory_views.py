@@ -51,8 +51,7 @@ def memory(request: HttpRequest, slug: str) -> HttpResponse:
 @login_required
 @require_POST
 def edit_item(request: HttpRequest, slug: str, item_id: int) -> HttpResponse:
-    office = get_object_or_404(offices_of(request.user), slug=slug)
-    item = get_object_or_404(MemoryItem, pk=item_id, office=office, active=True)
+    office, item = _office_and_item(request, slug, item_id)
     form = MemoryItemForm(request.POST, prefix=f"item{item.pk}")
     if not form.is_valid():
         for name in form.errors:
@@ -79,8 +78,7 @@ def edit_item(request: HttpRequest, slug: str, item_id: int) -> HttpResponse:
 @login_required
 @require_POST
 def pin_item(request: HttpRequest, slug: str, item_id: int) -> HttpResponse:
-    office = get_object_or_404(offices_of(request.user), slug=slug)
-    item = get_object_or_404(MemoryItem, pk=item_id, office=office, active=True)
+    office, item = _office_and_item(request, slug, item_id)
     pinned = request.POST.get("pinned") == "1"
     memory_service.set_memory_pinned(item=item, pinned=pinned, user=request.user)
     messages.success(request, "Pinned: always in the prompt, first." if pinned else "Unpinned.")
@@ -90,11 +88,16 @@ def pin_item(request: HttpRequest, slug: str, item_id: int) -> HttpResponse:
 @login_required
 @require_POST
 def delete_item(request: HttpRequest, slug: str, item_id: int) -> HttpResponse:
-    office = get_object_or_404(offices_of(request.user), slug=slug)
-    item = get_object_or_404(MemoryItem, pk=item_id, office=office, active=True)
+    office, item = _office_and_item(request, slug, item_id)
     memory_service.forget_memory_item(item=item, user=request.user)
     messages.success(request, f"Deleted “{_short(item.text)}”; the audit log keeps it.")
     return redirect(reverse("memory", args=[office.slug]))
+
+
+def _office_and_item(request: HttpRequest, slug: str, item_id: int) -> tuple[Office, MemoryItem]:
+    """The member's office and one of its active memory items; 404 for anything else."""
+    office = get_object_or_404(offices_of(request.user), slug=slug)
+    return office, get_object_or_404(MemoryItem, pk=item_id, office=office, active=True)
 
 
 def _back(office: Office, item: MemoryItem) -> HttpResponse:

@@ -231,23 +231,11 @@ def test_it_speaks_of_the_user_in_the_third_person_but_leaves_assistants_alone()
 
 
 def test_a_coworker_reporting_its_own_work_is_not_a_decision_to_remember():
-    from sessions.history import Record, TaskRecords
-
-    task = TaskRecords(
-        turn=3,
-        records=(
-            Record(id="u", previous=None, turn=3, role="user", content="Update the pricing page."),
-            Record(
-                id="a",
-                previous="u",
-                turn=3,
-                role="assistant",
-                content="I put the Team plan price we agreed into the pricing page copy. We agreed to launch on a Tuesday.",
-                coworker="theo",
-            ),
-        ),
+    report = task(
+        ("user", "Update the pricing page."),
+        ("assistant", "I put the Team plan price we agreed into the pricing page copy. We agreed to launch on a Tuesday."),
     )
-    texts = [c.text for c in extract_candidates(task)]
+    texts = [c.text for c in extract_candidates(report)]
     assert not any("I put" in t for t in texts)
     assert any("Tuesday" in t for t in texts)
 
@@ -261,18 +249,12 @@ def test_a_coworker_reporting_its_own_work_is_not_a_decision_to_remember():
     ],
 )
 def test_a_plain_statement_of_how_we_work_is_remembered(said, kept):
-    from sessions.history import Record, TaskRecords
-
-    task = TaskRecords(1, (Record(id="u", previous=None, turn=1, role="user", content=said),))
-    assert [c.kind for c in extract_candidates(task) if kept in c.text] == ["company"]
+    assert [c.kind for c in extract_candidates(task(("user", said))) if kept in c.text] == ["company"]
 
 
 @pytest.mark.parametrize("said", ["We should probably rethink the pricing page.", "We'll ship on Friday.", "We need a new logo.", "We talked about it yesterday."])
 def test_plans_wishes_and_chatter_about_us_are_not(said):
-    from sessions.history import Record, TaskRecords
-
-    task = TaskRecords(1, (Record(id="u", previous=None, turn=1, role="user", content=said),))
-    assert extract_candidates(task) == []
+    assert extract_candidates(task(("user", said))) == []
 
 
 @pytest.mark.parametrize(
@@ -284,8 +266,6 @@ def test_plans_wishes_and_chatter_about_us_are_not(said):
     ],
 )
 def test_a_settled_name_or_position_is_remembered_not_taken_for_a_forget_request(said, kept):
-    from sessions.history import Record, TaskRecords
-
-    task = TaskRecords(1, (Record(id="u", previous=None, turn=1, role="user", content=said),))
-    assert any(kept in c.text for c in extract_candidates(task))
-    assert forget_requests(task) == []
+    said_once = task(("user", said))
+    assert any(kept in c.text for c in extract_candidates(said_once))
+    assert forget_requests(said_once) == []
