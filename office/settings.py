@@ -9,6 +9,7 @@ import os
 from pathlib import Path
 
 import dj_database_url
+from django.core.exceptions import ImproperlyConfigured
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -29,10 +30,33 @@ def env_list(name: str, default: str) -> list[str]:
 
 
 DEBUG = env_bool("DEBUG", True)
-# A development key only; production sets SECRET_KEY (issue "Production" makes it required).
-SECRET_KEY = env("SECRET_KEY", "dev-only-insecure-key-change-me")
+SECRET_KEY = env("SECRET_KEY")
+if not SECRET_KEY:
+    if not DEBUG:
+        # Never a default in production: a known key lets anyone forge sessions.
+        raise ImproperlyConfigured(
+            "SECRET_KEY is required when DEBUG is off. Generate one with: "
+            "python -c 'import secrets; print(secrets.token_urlsafe(50))'"
+        )
+    SECRET_KEY = "dev-only-insecure-key-never-use-in-production"
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", "127.0.0.1,localhost")
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", "http://127.0.0.1:8000,http://localhost:8000")
+
+# HTTPS: on by default when DEBUG is off. The office is then reached through a TLS
+# proxy or load balancer that sets X-Forwarded-Proto; HTTPS=off serves plain HTTP
+# (a trial of `make prod` on one machine, never the internet).
+HTTPS = env_bool("HTTPS", not DEBUG)
+if HTTPS:
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+    SECURE_SSL_REDIRECT = True
+    SESSION_COOKIE_SECURE = True
+    CSRF_COOKIE_SECURE = True
+    SECURE_HSTS_SECONDS = int(env("SECURE_HSTS_SECONDS", "31536000"))
+    SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", True)
+    SECURE_HSTS_PRELOAD = env_bool("SECURE_HSTS_PRELOAD", True)
+SESSION_COOKIE_HTTPONLY = True
+SESSION_COOKIE_SAMESITE = "Lax"
+X_FRAME_OPTIONS = "DENY"
 
 INSTALLED_APPS = [
     "daphne",
@@ -50,6 +74,9 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    # Serves the collected static files in production (hashed names, compressed, cached for
+    # a year); with DEBUG on, asgi.py serves them from the app folders instead.
+    "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -146,12 +173,27 @@ USE_TZ = True
 
 STATIC_URL = "static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
-STATIC_ROOT = BASE_DIR / "staticfiles"
+STATIC_ROOT = Path(env("STATIC_ROOT", str(BASE_DIR / "staticfiles")))
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {
+        "BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"
+        if DEBUG
+        else "whitenoise.storage.CompressedManifestStaticFilesStorage"
+    },
+}
+
+# The cache holds per-user rate limits, so every Daphne process must share it: Redis
+# when REDIS_URL is set, this process's memory in the embedded default (one process).
+if REDIS_URL:
+    CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL, "KEY_PREFIX": "vo"}}
+else:
+    CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
 
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
+    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s [%(process)d] %(name)s: %(message)s"}},
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
     "root": {"handlers": ["console"], "level": env("LOG_LEVEL", "INFO")},
 }
@@ -172,3 +214,12 @@ MODEL_PRICES = {
 # A running task renews a lease as it works; a task whose lease ran out lost its worker
 # and is resumed by the next delivery. Longer than the slowest single model call or tool.
 TASK_LEASE_SECONDS = int(env("TASK_LEASE_SECONDS", "90"))
+# Who answers: "auto" is Claude with ANTHROPIC_API_KEY, else the offline responder;
+# "paced" streams a fixed reply at a fixed pace (load tests and demos of streaming).
+MODEL_PROVIDER = env("MODEL_PROVIDER", "auto")
+PACED_REPLY_CHARS = int(env("PACED_REPLY_CHARS", "400"))
+PACED_CHUNK_MS = int(env("PACED_CHUNK_MS", "20"))
+
+# Per person, across all their tabs and channels: more instructions than this in a
+# minute get a `rate_limited` error frame and are not stored.
+INSTRUCTIONS_PER_MINUTE = int(env("INSTRUCTIONS_PER_MINUTE", "30"))

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import os
 
+from django.conf import settings
+
 from .base import (
     Completion,
     CompletionRequest,
@@ -34,8 +36,14 @@ __all__ = [
 
 
 def get_provider() -> Provider:
-    """Claude when ANTHROPIC_API_KEY is set, otherwise the offline responder."""
-    if not os.environ.get("ANTHROPIC_API_KEY", "").strip():
+    """By MODEL_PROVIDER: "auto" (the default) is Claude when ANTHROPIC_API_KEY is set, otherwise
+    the offline responder; "offline", "claude" and "paced" (fixed replies at a fixed pace) force one."""
+    choice = getattr(settings, "MODEL_PROVIDER", "auto")
+    if choice == "paced":
+        from .scripted import PacedProvider
+
+        return PacedProvider(reply_chars=settings.PACED_REPLY_CHARS, chunk_delay=settings.PACED_CHUNK_MS / 1000)
+    if choice == "offline" or (choice == "auto" and not os.environ.get("ANTHROPIC_API_KEY", "").strip()):
         return OfflineResponder()
     # Imported only now: without a key, nothing loads the anthropic SDK.
     from .claude import ClaudeProvider

@@ -139,3 +139,37 @@ class ScriptedProvider:
             model=request.model,
             stop_reason=stop_reason,
         )
+
+
+class PacedProvider(ScriptedProvider):
+    """The scripted provider for load tests and streaming demos (MODEL_PROVIDER=paced): every reply
+    is the same length and streams at the same pace, so timings measure the office, not a model.
+
+    Folds, memory extraction and routing are answered by the offline responder (they need real
+    content); nothing is recorded, so a long run does not grow in memory.
+    """
+
+    name = "paced"
+    offline = True
+
+    def __init__(self, *, reply_chars: int = 400, chunk_chars: int = 20, chunk_delay: float = 0.02) -> None:
+        super().__init__(strict=False)
+        self.reply_chars, self.chunk_chars, self.chunk_delay = reply_chars, chunk_chars, chunk_delay
+        from .offline import OfflineResponder  # the offline responder imports nothing of ours
+
+        self._offline = OfflineResponder()
+
+    def complete(
+        self,
+        request: CompletionRequest,
+        *,
+        on_text: Callable[[str], None] | None = None,
+        should_stop: Callable[[], bool] | None = None,
+    ) -> Completion:
+        if request.purpose != "reply":
+            return self._offline.complete(request, on_text=on_text, should_stop=should_stop)
+        opening = f"Paced reply to: {request.instruction[:60]}. "
+        filler = "Working through it step by step. " * (self.reply_chars // 30 + 1)
+        text = (opening + filler)[: max(self.reply_chars, len(opening))]
+        step = Reply(text=text, chunk_size=self.chunk_chars, delay=self.chunk_delay)
+        return self._play(step, request, on_text=on_text, should_stop=should_stop)
