@@ -7,11 +7,16 @@ BIN := $(VENV)/bin
 HOST ?= 127.0.0.1
 PORT ?= 8000
 
-.PHONY: run test install install-test migrate seed clean
+.PHONY: run prod test install install-test migrate seed clean
 
 run: install migrate seed
 	@echo "Virtual Office: http://$(HOST):$(PORT)/  (demo user: demo / demo)"
 	$(BIN)/daphne -b $(HOST) -p $(PORT) office.asgi:application
+
+# The production topology (Daphne processes, Celery workers and beat under supervisord)
+# from DATABASE_URL, REDIS_URL and SECRET_KEY; see README.md, "Running in production".
+prod: install
+	deploy/prod
 
 test: install-test
 	$(BIN)/python -m pytest
@@ -38,4 +43,4 @@ seed: install
 	$(BIN)/python manage.py seed_demo
 
 clean:
-	rm -rf $(VENV) *.egg-info test-db.sqlite3*
+	rm -rf $(VENV) *.egg-info test-db.sqlite3* staticfiles run

@@ -155,6 +155,12 @@ CELERY_TASK_SOFT_TIME_LIMIT = 600
 CELERY_TASK_TIME_LIMIT = 660
 # Above the longest task, or Redis hands an unacked task to a second worker.
 CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 3600}
+# One `celery beat` (make prod runs exactly one) sends lost task deliveries again.
+CELERY_BEAT_SCHEDULE = {
+    "requeue-stalled-tasks": {"task": "sessions.tasks.requeue_stalled_tasks", "schedule": 30.0},
+}
+# Publishing while Redis is away: a few quick retries, then a clear failure, not a hang.
+CELERY_TASK_PUBLISH_RETRY_POLICY = {"max_retries": 3, "interval_start": 0.2, "interval_step": 0.5, "interval_max": 1}
 
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},

@@ -106,6 +106,13 @@ class Task(models.Model):
                 fields=["session", "client_id"], condition=~Q(client_id=""), name="one_task_per_client_id"
             ),
         ]
+        indexes = [
+            # The sweeper's look for unfinished tasks (queued or running): a small part of a big table.
+            models.Index(
+                fields=["status", "created_at"], name="task_unfinished",
+                condition=Q(status__in=["queued", "running"]),
+            ),
+        ]
 
     def __str__(self) -> str:
         return f"Task {self.turn} of session {self.session_id} ({self.status})"

@@ -110,6 +110,7 @@ def post_instruction(
                 tasks.run_task.enqueue(earlier)
             tasks.run_task.enqueue(task.pk)
             tasks.check_nudge.enqueue(session.pk, "instruction", language)
+        log.info("task %s (session %s, turn %s) stored in channel %s", task.pk, session.pk, task.turn, channel.pk)
     except IntegrityError:
         # The same client_id raced in from another connection: that task is the one.
         existing = Task.objects.filter(session__channel=channel, client_id=client_id).first() if client_id else None
@@ -131,6 +132,16 @@ def abandoned_tasks(session, *, before: int) -> list[int]:
     return list(earlier.filter(status=Task.Status.QUEUED).values_list("pk", flat=True)) + list(
         stale.values_list("pk", flat=True)
     )
+
+
+def stalled_tasks(now, *, queued_for: timedelta, limit: int = 500) -> list[int]:
+    """Tasks nobody seems to be working on, anywhere: queued for longer than `queued_for` (their
+    delivery was lost: the broker restarted, or was unreachable when the task was stored), or
+    running on a lease that ran out. Sending one again is harmless: the claim decides."""
+    unfinished = Task.objects.order_by("created_at")
+    queued = unfinished.filter(status=Task.Status.QUEUED, created_at__lt=now - queued_for)
+    stale = unfinished.filter(status=Task.Status.RUNNING, lease_until__lt=now)
+    return list(queued.values_list("pk", flat=True)[:limit]) + list(stale.values_list("pk", flat=True)[:limit])
 
 
 def request_stop(task: Task) -> bool:
@@ -158,6 +169,10 @@ def run_task(task_id: int, *, provider: Provider | None = None) -> Task | None:
     task = claim(task_id)
     if task is None:
         return None
+    log.info(
+        "task %s (session %s, turn %s) started: attempt %s, responders %s",
+        task.pk, task.session_id, task.turn, task.attempts, ",".join(task.responders or [task.coworker]),
+    )
     if task.attempts > MAX_ATTEMPTS:
         return finish(task, Task.Status.FAILED, "This task was interrupted too many times; please send it again.")
     provider = provider or get_provider()
@@ -172,6 +187,7 @@ def run_task(task_id: int, *, provider: Provider | None = None) -> Task | None:
             meetings.close_meeting(task, provider)
         return finish(task, Task.Status.DONE)
     except ProviderError as error:
+        log.warning("task %s: the model call failed: %s", task_id, error)
         return finish(task, Task.Status.FAILED, error.user_message)
     except Exception:
         log.exception("task %s failed", task_id)
@@ -306,6 +322,13 @@ def finish(task: Task, status: str, error: str = "") -> Task:
     now = timezone.now()
     Task.objects.filter(pk=task.pk).update(status=status, error=error, finished_at=now, lease_until=None)
     task.refresh_from_db()
+    log.info(
+        "task %s (session %s, turn %s) %s in %.1f s: %s input + %s cached tokens, %s output, cost %s%s",
+        task.pk, task.session_id, task.turn, status,
+        (now - (task.started_at or task.created_at)).total_seconds(),
+        task.input_tokens + task.cache_write_tokens, task.cache_read_tokens, task.output_tokens,
+        task.cost_usd if task.cost_usd is not None else "n/a", f" ({error})" if error else "",
+    )
     events.send_event(task.session.channel_id, "task", **task_json(task))
     upkeep.after_task(task)
     return task

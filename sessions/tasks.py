@@ -4,10 +4,21 @@ Each takes an id and calls a service; Celery runs them in production, the
 server's thread pool in the embedded default (office.background).
 """
 
+import logging
+from datetime import timedelta
+
+from django.utils import timezone
+
 from coworkers.providers import ProviderError
 from office.background import job
 
 from . import folding, memory, nudge, pipeline
+
+log = logging.getLogger(__name__)
+
+# A queued task is sent again when it has waited this long: long enough that a normal
+# delivery (or its wait behind an earlier task of the session) would have claimed it.
+STALLED_AFTER = timedelta(seconds=60)
 
 
 @job(retry_on=(ProviderError,), max_retries=5)
@@ -29,3 +40,15 @@ def run_task(task_id: int) -> None:
 def check_nudge(session_id: int, trigger: str, language: str = "en") -> None:
     """After an instruction is stored and acknowledged: show the long-conversation nudge if it is due."""
     nudge.maybe_nudge(session_id, trigger, language)
+
+
+@job()
+def requeue_stalled_tasks() -> int:
+    """Run every 30 s by Celery beat in production: send again the tasks whose delivery was lost
+    (a broker restart empties its queues) or whose worker died. Returns how many were sent."""
+    stalled = pipeline.stalled_tasks(timezone.now(), queued_for=STALLED_AFTER)
+    for task_id in stalled:
+        run_task.enqueue(task_id)
+    if stalled:
+        log.warning("sent %d stalled task(s) again: %s", len(stalled), stalled[:20])
+    return len(stalled)
