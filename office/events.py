@@ -1,6 +1,7 @@
 """Events to the people watching a channel: every persisted event goes through send_event, is stored
 with the channel's next `seq` and is sent after commit; events_after replays them; session_frame is
-what a watcher sees first.
+what a watcher sees first. send_event also tells the office's sidebars (office_group) when a reply
+lands or a task starts or ends; those notices are not stored (the sidebar frame recomputes them).
 
 Imports models only inside functions (the pipeline imports this module early). In the embedded
 default, background jobs run on pool threads while consumers live on the server's event loop; the
@@ -26,6 +27,10 @@ log = logging.getLogger(__name__)
 
 # The event type consumers handle (`office_event`); the frame itself is in "event".
 LAYER_TYPE = "office.event"
+# Notices to the office's sidebars (OfficeConsumer.office_activity, .office_presence).
+ACTIVITY_TYPE, PRESENCE_TYPE = "office.activity", "office.presence"
+# Task states that may change who is at work (queued does not: nobody has started).
+PRESENCE_STATUSES = frozenset({"running", "done", "failed", "stopped"})
 # The session frame shows this many of the newest messages; older ones are on the page or in resync.
 SESSION_MESSAGES = 50
 
@@ -34,6 +39,10 @@ _server_loop: asyncio.AbstractEventLoop | None = None
 
 def channel_group(channel_id: int) -> str:
     return f"channel-{channel_id}"
+
+
+def office_group(office_id: int) -> str:
+    return f"office-{office_id}"
 
 
 def remember_server_loop() -> None:
@@ -60,12 +69,31 @@ def send_event(channel_id: int, event_type: str, **payload: Any) -> int:
         # The row lock serializes writers per channel until commit (SQLite: the IMMEDIATE write
         # lock does the same), so seqs are gap-free and commit in the order they were given out.
         locked = Channel.objects.select_for_update().filter(pk=channel_id)
-        seq = locked.values_list("last_event_seq", flat=True).get() + 1
+        last, office_id = locked.values_list("last_event_seq", "office_id").get()
+        seq = last + 1
         Channel.objects.filter(pk=channel_id).update(last_event_seq=seq)
         ChannelEvent.objects.create(channel_id=channel_id, seq=seq, type=event_type, payload=payload)
         frame = {"type": event_type, **payload, "seq": seq}
         transaction.on_commit(lambda: send_now(channel_id, frame))
+        notice = office_notice(channel_id, frame)
+        if notice is not None:
+            transaction.on_commit(lambda: send_to_office(office_id, notice))
     return seq
+
+
+def office_notice(channel_id: int, frame: dict) -> dict | None:
+    """What the office's sidebars hear of a channel event: a reply that counts as unread (the same
+    roles reading.unread_counts counts) or a task that started or ended. Nothing for the rest."""
+    from .reading import UNCOUNTED_ROLES
+
+    if frame["type"] == "message":
+        if (frame.get("message") or {}).get("role") in UNCOUNTED_ROLES:
+            return None
+        return {"type": ACTIVITY_TYPE, "channel": channel_id, "seq": frame["seq"]}
+    if frame["type"] == "task" and frame.get("status") in PRESENCE_STATUSES:
+        # Which coworkers that makes working is for each sidebar to work out: it depends on what its person sees.
+        return {"type": PRESENCE_TYPE, "channel": channel_id}
+    return None
 
 
 def events_after(channel_id: int, after: int, limit: int = 500) -> list[dict]:
@@ -136,22 +164,34 @@ def session_json(session, *, tasks: int) -> dict:
 
 def send_now(channel_id: int, frame: dict) -> None:
     """Send outside any transaction bookkeeping (streamed deltas are not stored)."""
-    layer = get_channel_layer()
-    if layer is None:
-        return
-    message = {"type": LAYER_TYPE, "event": frame}
-    send = layer.group_send(channel_group(channel_id), message)
-    loop = _server_loop
     try:
-        if loop is not None and loop.is_running() and not _on_loop(loop):
-            # Wait, so events from one thread arrive in the order they were sent.
-            asyncio.run_coroutine_threadsafe(send, loop).result(timeout=10)
-        else:
-            send.close()
-            async_to_sync(layer.group_send)(channel_group(channel_id), message)
+        _group_send(channel_group(channel_id), {"type": LAYER_TYPE, "event": frame})
     except Exception:
         # A watcher missing an event must never fail the work; resync replays stored ones.
         log.exception("could not send %s to channel %s", frame.get("type"), channel_id)
+
+
+def send_to_office(office_id: int, notice: dict) -> None:
+    """Tell the office's sidebars (an office_notice). Losing one costs a badge or a dot until the
+    page reconnects or reloads, never the work."""
+    try:
+        _group_send(office_group(office_id), notice)
+    except Exception:
+        log.exception("could not send %s to office %s", notice.get("type"), office_id)
+
+
+def _group_send(group: str, message: dict) -> None:
+    layer = get_channel_layer()
+    if layer is None:
+        return
+    send = layer.group_send(group, message)
+    loop = _server_loop
+    if loop is not None and loop.is_running() and not _on_loop(loop):
+        # Wait, so events from one thread arrive in the order they were sent.
+        asyncio.run_coroutine_threadsafe(send, loop).result(timeout=10)
+    else:
+        send.close()
+        async_to_sync(layer.group_send)(group, message)
 
 
 def _on_loop(loop: asyncio.AbstractEventLoop) -> bool:

@@ -20,7 +20,7 @@ from django.urls import reverse
 from sessions.models import MemoryItem, Message, Session, SummaryVersion, Task
 
 from .markdown import render as render_markdown
-from . import reading
+from . import presence, reading
 from .models import Channel, Office
 
 # Past this, the page shows the latest messages only (the full UI pages through them).
@@ -215,17 +215,11 @@ def sidebar(office: Office, user=None) -> dict:
     unread = reading.unread_counts(user=user, office=office) if user is not None else {}
     for c in channels:
         c.unread = unread.get(c.pk, 0)
-    working = set(
-        Task.objects.filter(
-            status=Task.Status.RUNNING,
-            session__status=Session.Status.ACTIVE,
-            session__channel__office=office,
-            session__channel__kind=Channel.Kind.DIRECT,
-        ).values_list("session__channel_id", flat=True)
-    )
+    # The same answer the office socket keeps live (office.presence).
+    working = presence.working_coworkers(office_id=office.pk, user=user)
     direct = [c for c in channels if c.kind == Channel.Kind.DIRECT]
     for c in direct:
-        c.working = c.pk in working
+        c.working = c.coworker.slug in working
     return {
         "direct_channels": direct,
         "team_channels": [c for c in channels if c.kind in (Channel.Kind.MAIN, Channel.Kind.ALL_HANDS)],

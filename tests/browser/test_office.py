@@ -10,6 +10,7 @@ import socket
 import subprocess
 import sys
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -22,6 +23,8 @@ from tests.sessions.test_background import ROOT, _database_url
 from tests.sessions.test_prompts import conversation
 
 CHROMIUM = "/usr/bin/chromium"
+# The length of every reply on the paced server.
+PACED_CHARS = 500
 ARTIFACTS = ROOT / "test-artifacts"
 # Chromium as root in a closed network: no sandbox, and none of its background connections.
 ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
@@ -43,12 +46,12 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-@pytest.fixture
-def server(transactional_db):
+@contextmanager
+def daphne(**extra_env: str):
     """Daphne serving the app on the test database (what a person would run, minus the seeding)."""
     port = free_port()
     env = {key: value for key, value in os.environ.items() if key != "ANTHROPIC_API_KEY"}
-    env |= {"DEBUG": "1", "BACKGROUND_WORK": "inprocess"}
+    env |= {"DEBUG": "1", "BACKGROUND_WORK": "inprocess", **extra_env}
     if connection.vendor == "sqlite":
         env["SQLITE_PATH"] = connection.settings_dict["NAME"]
     else:
@@ -71,6 +74,20 @@ def server(transactional_db):
     finally:
         process.terminate()
         process.wait(timeout=15)
+
+
+@pytest.fixture
+def server(transactional_db):
+    with daphne() as url:
+        yield url
+
+
+@pytest.fixture
+def paced_server(transactional_db):
+    """Coworkers answer with PACED_REPLY_CHARS characters, 20 every PACED_CHUNK_MS: slow enough
+    to watch a reply stream in (about four seconds), fixed so the test knows the final text."""
+    with daphne(MODEL_PROVIDER="paced", PACED_REPLY_CHARS=str(PACED_CHARS), PACED_CHUNK_MS="150") as url:
+        yield url
 
 
 @pytest.fixture
@@ -181,4 +198,68 @@ def test_a_person_edits_a_memory_item(server, demo, browser):
     page.screenshot(path=str(ARTIFACTS / "memory.png"))
     item.refresh_from_db()
     assert item.text == "The launch moved to May 11."
+    context.close()
+
+
+def test_a_reply_streams_in_with_who_is_typing_then_the_final_message_replaces_it_once(paced_server, demo, browser):
+    context, page = sign_in(browser, paced_server)
+    open_channel(page, paced_server, "Mina")
+
+    send(page, "Outline the launch plan")
+
+    # Mid-stream: part of the reply under Mina's name with the typing dots, and no final message yet.
+    page.wait_for_function("(document.querySelector('.msg.assistant.live .text')?.textContent.length || 0) >= 40", timeout=20_000)
+    live = page.locator(".msg.assistant.live")
+    partial = live.locator(".text").inner_text()
+    assert partial.startswith("Paced reply to: Outline the launch plan")
+    assert len(partial) < PACED_CHARS - 100, "still streaming"
+    assert live.locator(".who").inner_text() == "Mina" and live.locator(".typing").is_visible()
+    assert "Mina is working…" in page.locator("#working").inner_text()
+    page.locator('#sidebar a[data-coworker="mina"] .status.working').wait_for(timeout=3_000)
+    assert page.locator(".msg.assistant:not(.live)").count() == 0
+    page.screenshot(path=str(ARTIFACTS / "streaming.png"))
+
+    page.locator(".msg.assistant:not(.live)").wait_for(timeout=30_000)
+    page.wait_for_function("document.getElementById('working').childElementCount === 0", timeout=10_000)
+    final = page.locator(".msg.assistant").inner_text()
+    assert page.locator(".msg.assistant").count() == 1, "the stream became the message: one bubble"
+    assert page.locator(".typing").count() == 0
+    assert page.locator("#history").inner_text().count("Paced reply to:") == 1, "no text shown twice"
+    reply = page.locator(".msg.assistant .text").inner_text().strip()
+    assert reply.startswith(partial.strip()) and len(reply) >= PACED_CHARS - 1, final
+
+
+def test_the_sidebar_shows_a_coworker_at_work_and_a_reply_elsewhere_without_a_reload(paced_server, demo, browser):
+    from office.models import Channel
+
+    main = Channel.objects.get(office__slug="acme", kind="main")
+    context, page = sign_in(browser, paced_server)
+    open_channel(page, paced_server, "Mina")
+    page.wait_for_selector("#sidebar[data-live]")
+    page.evaluate("window.notReloaded = true")
+    theo = page.locator('#sidebar a[data-coworker="theo"]')
+    main_link = page.locator(f'#sidebar a[data-channel="{main.pk}"]')
+    assert theo.locator(".status.idle").count() == 1 and main_link.locator(".unread").count() == 0
+
+    # The same person, in another tab, asks Theo something in #main.
+    other = context.new_page()
+    other.goto(f"{paced_server}/c/{main.pk}/")
+    other.wait_for_selector(".conn:has-text('Live')")
+    send(other, "@theo estimate the import feature")
+
+    theo.locator(".status.working").wait_for(timeout=20_000)  # the yellow dot, visible
+    assert "Working…" in theo.inner_text()
+    assert main_link.locator(".unread").count() == 0, "their own instruction is not unread"
+    page.screenshot(path=str(ARTIFACTS / "sidebar-working.png"))
+    main_link.locator(".unread").wait_for(timeout=30_000)
+    theo.locator(".status.idle").wait_for(timeout=10_000)
+    assert main_link.locator(".unread").inner_text() == "1"
+    assert "Software engineer" in theo.inner_text() and "Working…" not in theo.inner_text()
+    assert page.evaluate("window.notReloaded === true")
+    page.screenshot(path=str(ARTIFACTS / "sidebar-unread.png"))
+
+    page.reload()
+    page.wait_for_selector("#sidebar[data-live]")
+    page.wait_for_timeout(300)
+    assert main_link.locator(".unread").inner_text() == "1", "a reload shows the count the page counted live"
     context.close()
