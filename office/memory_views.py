@@ -79,7 +79,11 @@ def edit_item(request: HttpRequest, slug: str, item_id: int) -> HttpResponse:
 @require_POST
 def pin_item(request: HttpRequest, slug: str, item_id: int) -> HttpResponse:
     office, item = _office_and_item(request, slug, item_id)
-    pinned = request.POST.get("pinned") == "1"
+    if request.POST.get("pinned") not in ("0", "1"):
+        # The page's forms always send one of the two; anything else must not silently unpin.
+        messages.error(request, "Pin or unpin: the request said neither, so nothing changed.")
+        return _render_page(request, office, status=400)
+    pinned = request.POST["pinned"] == "1"
     memory_service.set_memory_pinned(item=item, pinned=pinned, user=request.user)
     messages.success(request, "Pinned: always in the prompt, first." if pinned else "Unpinned.")
     return _back(office, item)

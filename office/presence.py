@@ -11,13 +11,15 @@ from django.utils import timezone
 from sessions.models import Task
 
 from . import reading
-from .models import Channel, Membership, Office
+from .models import Channel, Office
 
 
 def is_member(user, office_id: int) -> bool:
     if user is None or not user.is_authenticated:
         return False
-    return Membership.objects.filter(user=user, office_id=office_id).exists()
+    # Looked up by the office's own pk: Django answers an id past 64 bits with no rows there,
+    # where a foreign-key filter would overflow on SQLite.
+    return Office.objects.filter(pk=office_id, memberships__user=user).exists()
 
 
 def visible_channel_ids(user, office_id: int) -> set[int]:

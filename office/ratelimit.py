@@ -1,0 +1,62 @@
+"""Per-person rate limits (instructions a minute), counted in the Django cache so every Daphne
+process shares them (Redis in production). Must not import models.
+
+A fixed window: each period has its own counter, created by `cache.add` and raised by
+`cache.incr`, both atomic in Redis and in the local-memory cache. A burst straddling two
+windows can reach twice the limit; for "no more than about N a minute" that is enough.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+
+from django.core.cache import cache
+
+
+@dataclass(frozen=True)
+class Verdict:
+    allowed: bool
+    # Whole seconds until the current window ends (at least 1); when a refused caller may try again.
+    retry_after: int
+
+
+def window(now: float, period: int) -> tuple[int, int]:
+    """The window `now` falls in: its number, and the whole seconds left in it (at least 1)."""
+    number = int(now // period)
+    left = (number + 1) * period - now
+    return number, max(1, math.ceil(left))
+
+
+def judge(count: int, *, limit: int, retry_after: int) -> Verdict:
+    """The `count`th hit of a window is allowed while it is within the limit."""
+    return Verdict(allowed=count <= limit, retry_after=retry_after)
+
+
+def hit(key: str, *, limit: int, period: int = 60, now: float | None = None) -> Verdict:
+    """Count one hit of `key` in the current window and say whether it is allowed.
+
+    Refused hits are counted too; they change nothing, since the window is already full.
+    Blocking I/O with a Redis cache: call it off the event loop.
+    """
+    number, left = window(time.time() if now is None else now, period)
+    counter = f"ratelimit:{key}:{number}"
+    # The counter outlives its window a little, so an incr near the end still finds it.
+    if cache.add(counter, 1, timeout=period + 5):
+        count = 1
+    else:
+        try:
+            count = cache.incr(counter)
+        except ValueError:
+            # Expired between add and incr: this hit opens it again.
+            cache.add(counter, 1, timeout=period + 5)
+            count = 1
+    return judge(count, limit=limit, retry_after=left)
+
+
+def wait_phrase(seconds: int) -> str:
+    """'1 second', '42 seconds', '2 minutes'."""
+    if seconds < 120:
+        return f"{seconds} second{'s' if seconds != 1 else ''}"
+    return f"{math.ceil(seconds / 60)} minutes"

@@ -1,0 +1,184 @@
+"""The per-person instruction limit: the window arithmetic, the shared counter, and the channel socket's
+`rate_limited` error (the socket stays open, nothing is stored, a resend is free)."""
+
+from __future__ import annotations
+
+import threading
+import types
+
+import pytest
+
+from office import ratelimit
+from office.models import ChannelEvent
+from sessions.models import Message, Task
+
+from .conftest import receive_until
+
+
+@pytest.fixture
+def clock(monkeypatch):
+    """Time as the limiter sees it, moved by the test."""
+    now = types.SimpleNamespace(value=60 * 16_000 + 20.0)  # 20 s into a minute
+    monkeypatch.setattr(ratelimit, "time", types.SimpleNamespace(time=lambda: now.value))
+    return now
+
+
+# The arithmetic -------------------------------------------------------------------------------------
+
+
+def test_it_says_how_long_is_left_of_the_window():
+    assert ratelimit.window(120.0, 60) == (2, 60)
+    assert ratelimit.window(120.2, 60) == (2, 60)
+    assert ratelimit.window(150.0, 60) == (2, 30)
+    assert ratelimit.window(179.9, 60) == (2, 1), "never 'try again in 0 seconds'"
+
+
+def test_it_allows_up_to_the_limit_and_no_more():
+    assert ratelimit.judge(3, limit=3, retry_after=10) == ratelimit.Verdict(True, 10)
+    assert ratelimit.judge(4, limit=3, retry_after=10) == ratelimit.Verdict(False, 10)
+
+
+def test_it_phrases_the_wait():
+    assert ratelimit.wait_phrase(1) == "1 second"
+    assert ratelimit.wait_phrase(42) == "42 seconds"
+    assert ratelimit.wait_phrase(300) == "5 minutes"
+
+
+# The shared counter (local memory, or Redis with REDIS_URL) -------------------------------------------
+
+
+def test_the_counter_refuses_past_the_limit_until_the_next_window(clock):
+    verdicts = [ratelimit.hit("instructions:1", limit=3).allowed for _ in range(5)]
+    assert verdicts == [True, True, True, False, False]
+    assert ratelimit.hit("instructions:1", limit=3).retry_after == 40
+
+    clock.value += 40  # the next minute
+    assert ratelimit.hit("instructions:1", limit=3).allowed
+
+
+def test_each_key_has_its_own_count(clock):
+    for _ in range(3):
+        ratelimit.hit("instructions:1", limit=3)
+    assert not ratelimit.hit("instructions:1", limit=3).allowed
+    assert ratelimit.hit("instructions:2", limit=3).allowed
+
+
+def test_it_counts_hits_from_many_threads_exactly(clock):
+    """The count is atomic (add, then incr): 40 racing hits against a limit of 25 let exactly 25 through."""
+    start = threading.Barrier(8)
+    allowed: list[bool] = []
+    lock = threading.Lock()
+
+    def racer() -> None:
+        start.wait()
+        for _ in range(5):
+            verdict = ratelimit.hit("instructions:race", limit=25)
+            with lock:
+                allowed.append(verdict.allowed)
+
+    threads = [threading.Thread(target=racer) for _ in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+
+    assert len(allowed) == 40 and allowed.count(True) == 25
+
+
+# The channel socket ----------------------------------------------------------------------------------
+
+socket_test = pytest.mark.django_db(transaction=True)
+
+
+async def stored_counts() -> tuple[int, int, int]:
+    return await Task.objects.acount(), await Message.objects.acount(), await ChannelEvent.objects.acount()
+
+
+@pytest.fixture
+def limit_of_three(settings, no_background, monkeypatch):
+    settings.INSTRUCTIONS_PER_MINUTE = 3
+    monkeypatch.setattr("sessions.tasks.check_nudge.enqueue", lambda *args: None)
+
+
+async def send_instruction(socket, text: str, client_id: str = "") -> list[dict]:
+    await socket.send_json_to({"type": "instruction", "text": text, "client_id": client_id})
+    return await receive_until(socket, "task")
+
+
+@pytest.mark.asyncio
+@socket_test
+async def test_past_the_limit_an_instruction_gets_rate_limited_and_nothing_is_stored(bob, direct_channel, enter, limit_of_three, clock):
+    socket = await enter(bob, direct_channel)
+    for n in range(3):
+        await send_instruction(socket, f"Instruction {n + 1}", f"c-{n + 1}")
+    before = await stored_counts()
+
+    await socket.send_json_to({"type": "instruction", "text": "One too many", "client_id": "c-4"})
+    frame = await socket.receive_json_from(timeout=5)
+
+    assert frame == {
+        "type": "error",
+        "code": "rate_limited",
+        "detail": "You are sending instructions faster than 3 a minute, so this one was not sent. Try again in 40 seconds.",
+    }
+    assert await stored_counts() == before
+    assert not await Message.objects.filter(content="One too many").aexists()
+    # The socket is still open and answers other frames.
+    await socket.send_json_to({"type": "resync", "after": before[2]})
+    assert await socket.receive_nothing(timeout=0.3)
+    await socket.send_json_to({"type": "nudge.dismiss"})
+    await socket.send_json_to({"type": "ping"})
+    assert (await socket.receive_json_from(timeout=5))["code"] == "unknown_type"
+
+    # In the next minute the same instruction goes through.
+    clock.value += 40
+    frames = await send_instruction(socket, "One too many", "c-4")
+    assert [f["type"] for f in frames] == ["message", "task"]
+    assert frames[0]["message"]["content"] == "One too many"
+
+
+@pytest.mark.asyncio
+@socket_test
+async def test_the_limit_is_per_person_across_tabs_and_channels(bob, alice, direct_channel, main_channel, enter, limit_of_three, clock):
+    first, second = await enter(bob, direct_channel), await enter(bob, main_channel)
+    await send_instruction(first, "One")
+    await send_instruction(second, "@mina Two")
+    await send_instruction(first, "Three")
+
+    await second.send_json_to({"type": "instruction", "text": "@mina Four"})
+    assert (await second.receive_json_from(timeout=5))["code"] == "rate_limited"
+    assert await Task.objects.acount() == 3
+
+    # Someone else in the same office is not held back by Bob.
+    hers = await enter(alice, main_channel)
+    frames = await send_instruction(hers, "@mina From Alice")
+    assert frames[0]["message"]["content"] == "@mina From Alice"
+
+
+@pytest.mark.asyncio
+@socket_test
+async def test_a_resend_of_a_stored_instruction_is_free(bob, direct_channel, enter, limit_of_three, clock):
+    """A tab that reconnects resends what it has not seen acknowledged: never refused for that."""
+    socket = await enter(bob, direct_channel)
+    for n in range(3):
+        await send_instruction(socket, f"Instruction {n + 1}", f"c-{n + 1}")
+    before = await stored_counts()
+
+    await socket.send_json_to({"type": "instruction", "text": "Instruction 3", "client_id": "c-3"})
+    await socket.send_json_to({"type": "ping"})
+
+    assert (await socket.receive_json_from(timeout=5))["code"] == "unknown_type", "no rate_limited error before it"
+    assert await stored_counts() == before
+
+
+@pytest.mark.asyncio
+@socket_test
+async def test_bad_frames_do_not_use_up_the_limit(bob, direct_channel, enter, limit_of_three, clock):
+    socket = await enter(bob, direct_channel)
+    for text in ["", "   ", "x" * 20_001]:
+        await socket.send_json_to({"type": "instruction", "text": text})
+        assert (await socket.receive_json_from(timeout=5))["code"] in {"empty", "too_long"}
+
+    for n in range(3):
+        frames = await send_instruction(socket, f"Instruction {n + 1}")
+        assert frames[0]["type"] == "message"
