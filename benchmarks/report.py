@@ -335,10 +335,11 @@ LEGEND = (
     "Columns: chars per request (max, mean, last) and for all requests (total); how much smaller than the\n"
     "full history the last request and the total are; prefix: the mean share of a request without a fold that\n"
     "repeats the previous request's beginning (cacheable), folds: requests after a fold or compression; cost:\n"
-    f"input price units with cache reads at {CACHE_READ}x and writes at {CACHE_WRITE}x; build ms (with the database load,\n"
-    "for the builder); facts kept in the last request and where: m memory, s summary, r recent, c recalled,\n"
-    "x missing; asked: questions about a planted fact whose answer was in that request. hermes compresses at\n"
-    "50% of a 200K-token window (100,000 estimated tokens: about 400,000 English or 100,000 Chinese chars)."
+    f"input price units with cache reads at {CACHE_READ}x and writes at {CACHE_WRITE}x; build ms (for the builder: with\n"
+    "the database load, the fastest of 3 timings of each build); facts kept in the last request and where:\n"
+    "m memory, s summary, r recent, c recalled, x missing; asked: questions about a planted fact whose answer\n"
+    "was in that request. hermes compresses at 50% of a 200K-token window (100,000 estimated tokens: about\n"
+    "400,000 English or 100,000 Chinese chars)."
 )
 
 

@@ -195,7 +195,7 @@ def build_prompt(inputs: PromptInputs) -> Prompt:
 
     plan = plan_window(
         policy=policy,
-        sizes={turn: {lv: _chars(msgs) for lv, msgs in rendered.by_level[turn].items()} for turn in by_turn},
+        sizes={turn: rendered.sizes[turn] for turn in by_turn},
         summarized_through=inputs.summarized_through,
         completed=completed,
         previous=inputs.previous_plan,
@@ -241,7 +241,7 @@ def build_prompt(inputs: PromptInputs) -> Prompt:
         "system": system_text,
         "memory": memory_text,
         "summary": summary_text,
-        "recent": _chars(recent_messages),
+        "recent": sum(rendered.sizes[t][plan.levels[t]] for t in detailed_turns),
         "recalled": recall_text,
         "current": _chars(current_messages),
     }
@@ -285,56 +285,74 @@ def plan_window(
 ) -> WindowPlan:
     """Decide the fold boundary and each detailed task's rendering level.
 
-    `sizes[turn][level]` is the task's size at each level. Rules, in order:
-    tasks leave the window in batches of `fold_batch` once it holds
-    `detailed_tasks + fold_batch` tasks; over `detailed_chars`, tool results
-    are digested, then long messages shortened, then the oldest tasks fold
-    early. Between folds, levels only ever move toward the newest tasks: the
-    task before the newest is the one downgraded, so the front of the prompt
-    stays byte-identical and cacheable.
+    `sizes[turn][level]` is the task's size at each level. Tasks leave the
+    window in batches of `fold_batch` once it holds `detailed_tasks +
+    fold_batch` tasks. Over `detailed_chars`, DESIGN's order holds: digest
+    tool results, then shorten long messages, then fold the oldest tasks early.
+
+    Between folds the plan is append-only: a task already in the prompt keeps
+    its level until the next fold, so the over-budget steps apply to the task
+    being appended (its tool results digested, then its long messages
+    shortened); when even that does not fit, the fold comes early, and the new
+    epoch is planned from scratch in DESIGN's order, oldest tool results first.
     """
     notes = notes if notes is not None else []
     budget = policy.detailed_chars
     boundary = batch_boundary(
         policy, completed=completed, boundary=max(summarized_through, previous.boundary if previous else 0)
     )
-
     window = [t for t in range(boundary + 1, completed + 1) if t in sizes]
-    same_epoch = previous is not None and previous.boundary == boundary
-    if same_epoch:
-        levels = {t: previous.levels[t] for t in window if t in previous.levels}
-    else:
-        levels = {}
-    new_turns = [t for t in window if t not in levels]
-    for turn in new_turns:
-        levels[turn] = FULL
+    if previous is not None and previous.boundary == boundary:
+        kept = {t: previous.levels[t] for t in window if t in previous.levels}
+        levels = _append(sizes, kept, [t for t in window if t not in kept], budget)
+        if levels is not None:
+            return WindowPlan(boundary=boundary, levels=levels)
+        # Nothing appended fits even shortened: the next batch folds now (early), and the
+        # prefix change that brings is the one moment the whole window is planned again.
+        early = window[: min(policy.fold_batch, len(window) - 1)]
+        if early:
+            boundary = early[-1]
+            window = window[len(early) :]
+            notes.append(
+                f"task{'s' if len(early) > 1 else ''} {_span(early)} folded early: the newest task did not fit "
+                f"in {budget:,} characters even shortened"
+            )
+    return _plan_epoch(policy, sizes, boundary, window, notes)
+
+
+def _append(
+    sizes: Mapping[int, Mapping[str, int]], kept: Mapping[int, str], new: list[int], budget: int
+) -> dict[int, str] | None:
+    """The kept levels plus each new task at the fullest level that fits, or None when one does not fit at all."""
+    levels = dict(kept)
+    used = sum(sizes[t][level] for t, level in levels.items())
+    for turn in new:
+        level = next((lv for lv in LEVELS if used + sizes[turn][lv] <= budget), None)
+        if level is None:
+            return None
+        levels[turn] = level
+        used += sizes[turn][level]
+    return dict(sorted(levels.items()))
+
+
+def _plan_epoch(
+    policy: Policy, sizes: Mapping[int, Mapping[str, int]], boundary: int, window: list[int], notes: list[str]
+) -> WindowPlan:
+    """Levels for a window at the start of an epoch (a fold, or the first build): DESIGN's order,
+    oldest first, leaving room for the tasks the window will gain before the next fold."""
+    budget = policy.detailed_chars
+    levels = {t: FULL for t in window}
 
     def total() -> int:
         return sum(sizes[t][levels[t]] for t in levels)
 
-    # The session's first epoch has no fold to plan at: its first overflow plans like one.
-    first_overflow = boundary == 0 and all(level == FULL for level in levels.values()) and total() > budget
-    if same_epoch and not first_overflow:
-        # Downgrade newest-side first (the task before the newest, then back): the change
-        # lands near the end of the prompt, and everything before it stays a cache hit.
-        order, target = list(reversed(window[:-1])) + window[-1:], budget
-    else:
-        # A fresh epoch, or the first time this one overflows (the prefix changes here
-        # anyway, once): digest the oldest tool results
-        # first (they matter least) and leave room for the tasks the window will gain
-        # before the next fold, so those can simply be appended.
-        order, target = list(window), budget - _room_for_growth(policy, sizes, window)
-    # A fresh plan takes one step at a time across the window (oldest tool results first);
-    # a downgrade between folds exhausts one task before reaching back to an older one.
-    steps = (
-        [(turn, level) for turn in order for level in (TOOLS_DIGESTED, SHORTENED)]
-        if same_epoch and not first_overflow
-        else [(turn, level) for level in (TOOLS_DIGESTED, SHORTENED) for turn in order]
-    )
-    for turn, level in steps:
-        if total() <= target:
-            break
-        if LEVELS.index(levels[turn]) < LEVELS.index(level):
+    # Oldest tool results first (they matter least), then the oldest long messages, until
+    # the tasks still to come before the next fold can simply be appended.
+    target = budget - _room_for_growth(policy, sizes, window)
+    for level in (TOOLS_DIGESTED, SHORTENED):
+        for turn in window:
+            if total() <= target:
+                break
             levels[turn] = level
     # Fold early: the oldest tasks leave the window (never the newest: it is the freshest context).
     while total() > budget and len(levels) > 1:
@@ -351,11 +369,15 @@ def plan_window(
     return WindowPlan(boundary=boundary, levels=dict(sorted(levels.items())))
 
 
+def _span(turns: list[int]) -> str:
+    return f"{turns[0]}–{turns[-1]}" if len(turns) > 1 else str(turns[0])
+
+
 def _room_for_growth(policy: Policy, sizes: Mapping[int, Mapping[str, int]], window: list[int]) -> int:
     """Characters the tasks still to come before the next fold will likely need (the window's average).
 
-    The average, not the largest: reserving more shrinks the cached part of every
-    request in the epoch, which costs more than the odd mid-epoch downgrade.
+    The average, not the largest: reserving more digests older tool results for the whole
+    epoch to spare the odd larger task being digested on arrival (until the next fold).
     """
     to_come = policy.detailed_tasks + policy.fold_batch - 1 - len(window)
     if to_come <= 0 or not window:
@@ -372,6 +394,7 @@ def _room_for_growth(policy: Policy, sizes: Mapping[int, Mapping[str, int]], win
 class _Rendered:
     by_level: dict[int, dict[str, list[BaseMessage]]]
     current: list[BaseMessage]
+    sizes: dict[int, dict[str, int]]  # turn -> level -> characters
 
 
 def _render_levels(window: list[Record], current: list[Record], policy: Policy) -> _Rendered:
@@ -406,7 +429,14 @@ def _render_levels(window: list[Record], current: list[Record], policy: Policy) 
     # The current task's own tool results are capped too: one huge result must not flood the prompt.
     current_cap = max(policy.detailed_chars // 2, long_cap)
     current_messages = [_shorten_message(m, current_cap) if isinstance(m, ToolMessage) else m for m in current_messages]
-    return _Rendered(by_level=by_level, current=current_messages)
+    # A message a level leaves as it is, is the same object: measure each one once.
+    measured: dict[int, int] = {}
+
+    def size(messages: list[BaseMessage]) -> int:
+        return sum(measured.get(id(m)) or measured.setdefault(id(m), message_chars(m)) for m in messages)
+
+    sizes = {turn: {level: size(msgs) for level, msgs in levels.items()} for turn, levels in by_level.items()}
+    return _Rendered(by_level=by_level, current=current_messages, sizes=sizes)
 
 
 def _digest_tool_result(message: BaseMessage, limit: int) -> BaseMessage:

@@ -168,7 +168,9 @@ def find_recall_candidates(session: Session, instruction: str, *, through: int) 
         for turn, weight in found:
             scores[turn] = scores.get(turn, 0.0) + weight * rarity
             covered[turn] = covered.get(turn, 0.0) + rarity
-    best = sorted(scores, key=lambda t: (-scores[t], -t))[:RECALL_CANDIDATES]
+    # The builder shows only tasks covering enough of the instruction: loading the others is wasted work.
+    eligible = [t for t in scores if vocabulary and covered[t] / vocabulary >= context.RECALL_MIN_COVERAGE]
+    best = sorted(eligible, key=lambda t: (-scores[t], -t))[:RECALL_CANDIDATES]
     if not best:
         return []
     rows = task_messages(session, turn__in=best).filter(role__in=[Message.Role.USER, Message.Role.ASSISTANT])

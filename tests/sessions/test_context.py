@@ -101,6 +101,19 @@ def test_every_prompt_is_valid_accounts_for_every_task_and_keeps_its_budgets(pol
             assert len(report["detailed_tasks"]) == 1
         assert len(report["detailed_tasks"]) <= policy.detailed_tasks + policy.fold_batch - 1
 
+    # Append-only between folds: unless tasks left the window or a summary landed, the
+    # prompt begins with the whole previous prompt's front and window, and no task
+    # already in it changes how it is rendered.
+    for previous, current in zip(sim.prompts, sim.prompts[1:]):
+        if not _folded_between(previous, current):
+            assert serialized(current).startswith(serialized(previous))
+            before, after = previous.report["plan"]["levels"], current.report["plan"]["levels"]
+            assert all(after[turn] == level for turn, level in before.items())
+
+
+def _folded_between(previous: context.Prompt, current: context.Prompt) -> bool:
+    return any(previous.report[key] != current.report[key] for key in ("summarized_through", "fold_through"))
+
 
 def test_it_keeps_the_last_tasks_in_full_while_they_fit():
     sim = Simulation(Policy(detailed_chars=20_000), [500] * 5).run()
@@ -112,15 +125,16 @@ def test_it_keeps_the_last_tasks_in_full_while_they_fit():
     assert all("x" * 400 in m.content for m in tool_results)
 
 
-def test_over_budget_it_digests_old_tool_results_first():
-    sim = Simulation(Policy(detailed_chars=8_000), [3_000] * 6).run()
-    prompt = sim.prompts[-1]
-    levels = prompt.report["plan"]["levels"]
+def test_over_budget_a_fold_digests_the_oldest_tool_results_first():
+    sim = Simulation(Policy(detailed_chars=8_000, detailed_tasks=4, fold_batch=2), [3_000] * 12).run()
+    at_fold = [p for previous, p in zip(sim.prompts, sim.prompts[1:]) if _folded_between(previous, p)][-1]
+    levels = at_fold.report["plan"]["levels"]
+    order = [levels[str(turn)] for turn in at_fold.report["detailed_tasks"]]
 
-    assert prompt.report["layers"]["recent"]["chars"] <= 8_000
-    assert "tools_digested" in levels.values()
-    assert levels[str(max(prompt.report["detailed_tasks"]))] == "full", "the newest task keeps its tool results"
-    digested = [m for m in prompt.messages if isinstance(m, ToolMessage) and "digested" in m.content]
+    assert at_fold.report["layers"]["recent"]["chars"] <= 8_000
+    assert order[0] == "tools_digested" and order[-1] == "full", "the oldest lose their tool results, the newest keeps them"
+    assert order == sorted(order, key=context.LEVELS.index, reverse=True), "never an older task fuller than a newer one"
+    digested = [m for m in at_fold.messages if isinstance(m, ToolMessage) and "digested" in m.content]
     assert digested and all(m.content.startswith("Results for") for m in digested)
 
 
@@ -185,17 +199,46 @@ def test_after_a_fold_the_plan_leaves_room_so_later_tasks_just_append():
     assert all(p.report["layers"]["recent"]["chars"] <= 20_000 for p in sim.prompts)
 
 
-def test_a_surprise_between_folds_changes_only_the_newest_side():
-    sizes = [2_500] * 13 + [5_000, 2_500]
+def test_between_folds_a_task_already_in_the_prompt_is_never_digested_again():
+    # Task 14 is far larger than the room the fold left: it is the one that gives way.
+    sizes = [2_500] * 13 + [9_000, 2_500]
     sim = Simulation(Policy(detailed_chars=20_000, detailed_tasks=8, fold_batch=4), sizes).run()
     previous, current = sim.prompts[-2], sim.prompts[-1]  # the big task 14 arrives in the window
 
-    assert current.report["summarized_through"] == previous.report["summarized_through"]
-    shared = len(_common_prefix(serialized(previous), serialized(current)))
-    window_before_newest = serialized(previous)
-    # Everything up to the task before the newest (task 13) is untouched.
-    task_13_starts = window_before_newest.index("human:Instruction 13")
-    assert shared >= task_13_starts
+    assert not _folded_between(previous, current)
+    assert serialized(current).startswith(serialized(previous)), "the previous request is a cache hit, whole"
+    levels = current.report["plan"]["levels"]
+    assert all(levels[turn] == level for turn, level in previous.report["plan"]["levels"].items())
+    assert levels["14"] == "tools_digested" and current.report["layers"]["recent"]["chars"] <= 20_000
+
+
+def test_a_task_digested_on_arrival_gets_its_tool_results_back_at_the_next_fold():
+    sizes = [2_000] * 13 + [6_000] + [2_000] * 3
+    sim = Simulation(Policy(detailed_chars=20_000, detailed_tasks=8, fold_batch=4), sizes).run()
+    arrived, after_fold = sim.prompts[14], sim.prompts[16]  # requests 15 and 17: task 17 is a fold
+
+    assert arrived.report["plan"]["levels"]["14"] == "tools_digested"
+    assert after_fold.report["summarized_through"] > arrived.report["summarized_through"]
+    assert after_fold.report["plan"]["levels"]["14"] == "full"
+    assert after_fold.report["layers"]["recent"]["chars"] <= 20_000
+
+
+def test_when_the_newest_task_does_not_fit_even_shortened_the_next_batch_folds_early():
+    policy = Policy(detailed_chars=6_000, detailed_tasks=4, fold_batch=2, tool_digest_chars=100)
+    records = [r for turn in range(1, 6) for r in make_task(turn, answer=chr(64 + turn) * 1_400)]
+    plan = None
+    for turn in range(2, 7):  # each request is built from the tasks done so far and continues the last plan
+        done = [r for r in records if r.turn < turn]
+        prompt = build_prompt(
+            PromptInputs(policy=policy, system="S", instruction="Next", turn=turn, tasks=tasks_of(done), previous_plan=plan)
+        )
+        plan = context.WindowPlan.from_json(prompt.report["plan"])
+
+    # Tasks 1-4 filled the window; task 5 does not fit even shortened: 1 and 2 fold together.
+    assert prompt.report["digested_tasks"] == [1, 2] and prompt.report["detailed_tasks"] == [3, 4, 5]
+    assert prompt.report["fold_through"] == 2
+    assert any("1–2 folded early" in note for note in prompt.report["notes"])
+    assert prompt.report["layers"]["recent"]["chars"] <= 6_000
 
 
 def _common_prefix(a: str, b: str) -> str:

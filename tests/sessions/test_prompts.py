@@ -73,6 +73,22 @@ def test_loading_a_prompt_costs_the_same_at_task_10_and_task_1000(office, mina, 
     assert prompt.report["recalled_tasks"], "an old pricing task is recalled"
 
 
+
+def test_an_instruction_sharing_only_a_stray_word_with_old_tasks_recalls_nothing_and_reads_no_old_task(
+    office, mina, direct_channel
+):
+    session = imported(direct_channel, 40)
+    for task in history.group_tasks(services.load_records(session)):
+        prompts.index_task_terms(session, task)
+    SummaryVersion.objects.create(session=session, text="## Topics covered\n- Tasks 1–32: much", from_turn=1, through_turn=32, model="test")
+    relevant = "What price did we agree for the Team plan?"
+    stray = "Write a haiku about autumn leaves for the team newsletter"  # shares "team", little else
+
+    assert prompts.find_recall_candidates(session, relevant, through=32)
+    assert prompts.find_recall_candidates(session, stray, through=32) == []
+    assert count_queries(session, stray) == count_queries(session, relevant) - 1, "no old task's messages are read"
+    assert prompts.build_for_task(session=session, instruction=stray, turn=41).report["recalled_tasks"] == []
+
 def test_policy_overrides_layer_over_the_channel_kind(mina, direct_channel):
     assert prompts.resolve_policy(direct_channel, mina).detailed_chars == 20_000
     ContextPolicy.objects.create(coworker=mina, detailed_tasks=5)
