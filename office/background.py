@@ -19,6 +19,8 @@ from celery import shared_task
 from django.conf import settings
 from django.db import close_old_connections, connections, transaction
 
+from . import unavailable
+
 log = logging.getLogger(__name__)
 
 # Two threads: enough for folds and extraction beside replies on a small machine,
@@ -55,9 +57,17 @@ class Job:
 
     def enqueue(self, *args: Any) -> None:
         if settings.BACKGROUND_WORK == "celery":
-            self.celery_task.delay_on_commit(*args)
+            transaction.on_commit(partial(self._publish, *args))
         else:
             transaction.on_commit(partial(_submit, self._run_in_pool, *args))
+
+    def _publish(self, *args: Any) -> None:
+        try:
+            self.celery_task.delay(*args)
+        except unavailable.ERRORS as error:
+            # The broker is away after the commit: what was committed stands (a person's instruction
+            # is stored), and a task left queued is sent again by the stalled-task sweeper.
+            log.error("%s%r could not be sent to the broker: %s", self.name, args, error)
 
     def run_here(self, *args: Any, sleep: Callable[[float], None] = time.sleep) -> Any:
         """Run in this thread with a worker's retries; a final failure is logged, not raised."""

@@ -5,19 +5,22 @@ model call anywhere near it; must not import a provider.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
+import re
 from typing import Any
 
 from asgiref.sync import sync_to_async
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
+from django.conf import settings
 from django.db import connections
 
 from sessions import nudge, pipeline
 from sessions.models import Task
 
-from . import events, reading
+from . import events, ratelimit, reading, unavailable
 from .models import Channel
 
 log = logging.getLogger(__name__)
@@ -31,6 +34,11 @@ MAX_FRAME_CHARS = 200_000
 MAX_CLIENT_ID_CHARS = 64
 # How many stored events one read of a resync replays; a longer gap takes several reads.
 RESYNC_PAGE = 500
+# Redis forgets who is in a group when it restarts, and a socket that stays open through that
+# would hear nothing more: each socket joins its group again this often, then sends from the
+# store what it missed.
+REJOIN_SECONDS = 20
+_UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
 
 
 class FrameError(Exception):
@@ -41,11 +49,43 @@ class FrameError(Exception):
         self.code, self.detail = code, detail
 
 
-class ChannelConsumer(AsyncJsonWebsocketConsumer):
+class StaysJoined(AsyncJsonWebsocketConsumer):
+    """A consumer of one group that joins it again every REJOIN_SECONDS (harmless when still in it):
+    Redis forgets group members when it restarts, and a socket that stayed open would hear nothing."""
+
+    group: str | None = None
+    rejoining: asyncio.Task | None = None
+
+    async def __call__(self, scope, receive, send) -> None:
+        try:
+            await super().__call__(scope, receive, send)
+        finally:
+            # Also when the consumer died (its channel layer went away): never re-join a dead channel.
+            if self.rejoining is not None:
+                self.rejoining.cancel()
+
+    def start_rejoining(self) -> None:
+        self.rejoining = asyncio.create_task(self.stay_joined())
+
+    async def stay_joined(self) -> None:
+        while True:
+            await asyncio.sleep(REJOIN_SECONDS)
+            try:
+                await self.channel_layer.group_add(self.group, self.channel_name)
+                await self.rejoined()
+            except unavailable.ERRORS as error:
+                # Redis away: this socket's receive fails too and the page reconnects. The database
+                # away: the next round catches up.
+                log.warning("%s: could not re-join or catch up: %s", self.group, error)
+
+    async def rejoined(self) -> None:
+        """After each re-join: send what may have been missed meanwhile."""
+
+
+class ChannelConsumer(StaysJoined):
     """One browser tab watching one channel. Frames: see DESIGN.md, Contracts."""
 
     channel_id: int
-    group: str | None = None
 
     async def connect(self) -> None:
         self.channel_id = int(self.scope["url_route"]["kwargs"]["channel_id"])
@@ -64,6 +104,7 @@ class ChannelConsumer(AsyncJsonWebsocketConsumer):
         # Events up to the snapshot's seq are in it, or the client's resync asks for them.
         self.next_seq = frame["seq"] + 1
         await self.send_json(frame)
+        self.start_rejoining()
         try:
             await database_sync_to_async(nudge.maybe_nudge)(frame["session"]["id"], "entry", self.language)
         except Exception:
@@ -89,6 +130,10 @@ class ChannelConsumer(AsyncJsonWebsocketConsumer):
             await self.receive_json(await self.decode_json(text_data))
         except FrameError as error:
             await self.send_error(error.code, error.detail)
+        except unavailable.ERRORS as error:
+            # The database or Redis is away: say so, keep the socket (it works again once they are back).
+            log.warning("a frame in channel %s failed, a service is unavailable: %s", self.channel_id, error)
+            await self.send_error("unavailable", unavailable.DETAIL)
 
     @classmethod
     async def decode_json(cls, text_data: str) -> Any:
@@ -109,7 +154,7 @@ class ChannelConsumer(AsyncJsonWebsocketConsumer):
             return
         try:
             await handler(self, content)
-        except FrameError:
+        except (FrameError, *unavailable.ERRORS):
             raise
         except Exception:
             log.exception("%s frame failed in channel %s", content["type"], self.channel_id)
@@ -121,6 +166,8 @@ class ChannelConsumer(AsyncJsonWebsocketConsumer):
             raise FrameError("bad_frame", "An instruction needs text.")
         if not isinstance(client_id, str) or len(client_id) > MAX_CLIENT_ID_CHARS:
             raise FrameError("bad_frame", f"client_id is a string of at most {MAX_CLIENT_ID_CHARS} characters.")
+        if not (_storable(text) and _storable(client_id)):
+            raise FrameError("bad_frame", "An instruction cannot contain NUL characters or unpaired surrogates.")
         if not text.strip():
             raise FrameError("empty", "An instruction needs some text.")
         if len(text.strip()) > pipeline.MAX_INSTRUCTION_CHARS:
@@ -131,7 +178,11 @@ class ChannelConsumer(AsyncJsonWebsocketConsumer):
             # never wait on that, or every connected user would stall behind it. This runs on a
             # thread of its own; the reply itself is a background job, enqueued after commit.
             await post_off_shared_thread(
-                channel_id=self.channel_id, text=text, client_id=client_id, language=self.language
+                channel_id=self.channel_id,
+                user_id=self.scope["user"].pk,
+                text=text,
+                client_id=client_id,
+                language=self.language,
             )
         except pipeline.InstructionRejected as rejected:
             raise FrameError(rejected.code, rejected.detail) from None
@@ -180,6 +231,13 @@ class ChannelConsumer(AsyncJsonWebsocketConsumer):
 
     # From the group ----------------------------------------------------------------------
 
+    async def rejoined(self) -> None:
+        missed = await database_sync_to_async(events.events_after)(self.channel_id, self.next_seq - 1, RESYNC_PAGE)
+        for frame in missed:
+            if frame["seq"] >= self.next_seq:  # office_event may have sent it meanwhile
+                await self.send_json(frame)
+                self.next_seq = frame["seq"] + 1
+
     async def office_event(self, message: dict) -> None:
         frame = message["event"]
         seq = frame.get("seq")
@@ -210,13 +268,29 @@ def is_member(user, channel_id: int) -> bool:
     return Channel.objects.visible_to(user).filter(pk=channel_id).exists()
 
 
-def post_instruction(*, channel_id: int, text: str, client_id: str, language: str) -> None:
+def post_instruction(*, channel_id: int, user_id: int, text: str, client_id: str, language: str) -> None:
     try:
         channel = Channel.objects.select_related("office", "coworker").get(pk=channel_id)
+        # A resend of a stored instruction creates nothing, so it costs nothing: a tab that
+        # reconnects and resends its unacknowledged instructions is never refused for it.
+        if not (client_id and Task.objects.filter(session__channel=channel, client_id=client_id).exists()):
+            check_instruction_rate(user_id)
         pipeline.post_instruction(channel=channel, text=text, client_id=client_id, language=language)
     finally:
         # A thread of the loop's general pool, not a database thread: it must not keep a connection.
         connections.close_all()
+
+
+def check_instruction_rate(user_id: int) -> None:
+    """Per person, across all their tabs, channels and server processes (the cache is shared)."""
+    limit = settings.INSTRUCTIONS_PER_MINUTE
+    verdict = ratelimit.hit(f"instructions:{user_id}", limit=limit, period=60)
+    if not verdict.allowed:
+        raise FrameError(
+            "rate_limited",
+            f"You are sending instructions faster than {limit} a minute, so this one was not sent. "
+            f"Try again in {ratelimit.wait_phrase(verdict.retry_after)}.",
+        )
 
 
 post_off_shared_thread = sync_to_async(post_instruction, thread_sensitive=False)
@@ -233,6 +307,11 @@ def stop_task(channel_id: int, task_id: int) -> bool:
         return False
     pipeline.request_stop(task)
     return True
+
+
+def _storable(text: str) -> bool:
+    """JSON can spell a NUL and a lone surrogate; PostgreSQL refuses the first, UTF-8 cannot encode the second."""
+    return not _UNSTORABLE.search(text)
 
 
 def _is_count(value: Any) -> bool:

@@ -10,10 +10,9 @@ import time
 from typing import Any
 
 from channels.db import database_sync_to_async
-from channels.generic.websocket import AsyncJsonWebsocketConsumer
 
 from . import events, presence
-from .consumers import REFUSED
+from .consumers import REFUSED, StaysJoined
 
 # Which channels this person can see (and whether they are still a member) is read again when an
 # unknown channel id shows up, and at the first event after this many seconds: a channel that
@@ -22,7 +21,7 @@ from .consumers import REFUSED
 VISIBLE_SECONDS = 15.0
 
 
-class OfficeConsumer(AsyncJsonWebsocketConsumer):
+class OfficeConsumer(StaysJoined):
     """One page's sidebar. Frames (server to client only):
     `sidebar` {working: [slug], channels: [{id, unread, seq}]} on connect;
     `activity` {channel, seq}: a reply in a channel counted as unread (never the person's own words);
@@ -51,6 +50,8 @@ class OfficeConsumer(AsyncJsonWebsocketConsumer):
         self.visible_at = time.monotonic()
         self.working = set(frame["working"])
         await self.send_json(frame)
+        # Notices missed while out of the group cost a badge until the next reload; the dots catch up.
+        self.start_rejoining()
 
     async def disconnect(self, code: int) -> None:
         if self.group:
@@ -68,8 +69,13 @@ class OfficeConsumer(AsyncJsonWebsocketConsumer):
 
     async def office_presence(self, message: dict) -> None:
         # A task out of this person's sight cannot change what they see: only their channels count.
-        if not await self.can_see(message["channel"]):
-            return
+        if await self.can_see(message["channel"]):
+            await self.send_presence_changes()
+
+    async def rejoined(self) -> None:
+        await self.send_presence_changes()
+
+    async def send_presence_changes(self) -> None:
         working = await database_sync_to_async(presence.working_coworkers)(office_id=self.office_id, user=self.user)
         for slug in sorted(working ^ self.working):
             await self.send_json({"type": "presence", "coworker": slug, "status": "working" if slug in working else "idle"})

@@ -74,6 +74,8 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    # The database or Redis briefly away: a 503 page that says so, not a server error.
+    "office.unavailable.UnavailableMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -134,7 +136,9 @@ if REDIS_URL:
     CHANNEL_LAYERS = {
         "default": {
             "BACKEND": "channels_redis.core.RedisChannelLayer",
-            "CONFIG": {"hosts": [REDIS_URL], "capacity": 1000, "expiry": 60},
+            # A read timeout well above channels_redis's 5 s BZPOPMIN: redis-py's default (5 s) is
+            # the same length, so an idle socket's wait could time out and close its websocket.
+            "CONFIG": {"hosts": [{"address": REDIS_URL, "socket_timeout": 15}], "capacity": 1000, "expiry": 60},
         }
     }
 else:
@@ -155,9 +159,15 @@ CELERY_TASK_SOFT_TIME_LIMIT = 600
 CELERY_TASK_TIME_LIMIT = 660
 # Above the longest task, or Redis hands an unacked task to a second worker.
 CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 3600}
-# One `celery beat` (make prod runs exactly one) sends lost task deliveries again.
+# One `celery beat` (make prod runs exactly one) sends lost task deliveries again: every
+# REQUEUE_EVERY_SECONDS, the tasks queued for longer than STALLED_AFTER_SECONDS (a delivery the
+# broker lost) or running on an expired lease (a worker that died).
+STALLED_AFTER_SECONDS = int(env("STALLED_AFTER_SECONDS", "60"))
 CELERY_BEAT_SCHEDULE = {
-    "requeue-stalled-tasks": {"task": "sessions.tasks.requeue_stalled_tasks", "schedule": 30.0},
+    "requeue-stalled-tasks": {
+        "task": "sessions.tasks.requeue_stalled_tasks",
+        "schedule": float(env("REQUEUE_EVERY_SECONDS", "30")),
+    },
 }
 # Publishing while Redis is away: a few quick retries, then a clear failure, not a hang.
 CELERY_TASK_PUBLISH_RETRY_POLICY = {"max_retries": 3, "interval_start": 0.2, "interval_step": 0.5, "interval_max": 1}

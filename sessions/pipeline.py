@@ -186,6 +186,9 @@ def run_task(task_id: int, *, provider: Provider | None = None) -> Task | None:
 
             meetings.close_meeting(task, provider)
         return finish(task, Task.Status.DONE)
+    except Superseded:
+        log.warning("task %s: attempt %s stalled past its lease and another took over; leaving it", task_id, task.attempts)
+        return None
     except ProviderError as error:
         log.warning("task %s: the model call failed: %s", task_id, error)
         return finish(task, Task.Status.FAILED, error.user_message)
@@ -240,10 +243,10 @@ def work_as(task: Task, slug: str, provider: Provider) -> str:
     context = tools.ToolContext(
         office_id=channel.office_id, channel_id=channel.pk, session_id=session.pk, task_id=task.pk, turn=task.turn, coworker=slug
     )
-    stopped = StopCheck(task.pk)
+    stopped = StopCheck(task.pk, task.attempts)
     for step in range(MAX_STEPS):
         if stopped():
-            return Task.Status.STOPPED
+            return stopped.outcome()
         current = [services.record_from_row(row) for row in services.task_messages(session, turn=task.turn)][1:]
         prompt = prompts.build_for_task(
             session=session, instruction=_instruction(task), turn=task.turn, coworker=coworker, current=current
@@ -268,21 +271,23 @@ def work_as(task: Task, slug: str, provider: Provider) -> str:
         except ProviderError as error:
             deltas.flush()
             partial = getattr(error, "partial_text", "")
-            if partial.strip():
+            if partial.strip() and not stopped.superseded:
                 # Keep what was said before the connection broke; the task then fails clearly.
                 store_reply(task, slug, Completion(text=partial), provider)
             raise
         deltas.flush()
+        if stopped(fresh=True) and stopped.superseded:
+            raise Superseded()  # checked right before storing: a stale attempt adds nothing
         renew_lease(task)
         store_reply(task, slug, completion, provider)
         if completion.stop_reason == "stopped" or stopped():
-            return Task.Status.STOPPED
+            return stopped.outcome()
         if not completion.tool_calls:
             return Task.Status.DONE
         for call in completion.tool_calls:
             if stopped():
                 # The remaining calls stay without results; the next prompt shows them as interrupted.
-                return Task.Status.STOPPED
+                return stopped.outcome()
             outcome = tools.run_tool(context, call.name, call.args)
             # The record has no error flag: a failed call says so in its text, for the model and the history.
             content = f"Error: {outcome.content}" if outcome.is_error else outcome.content
@@ -318,9 +323,13 @@ def store_reply(task: Task, slug: str, completion: Completion, provider: Provide
         Task.objects.filter(pk=task.pk).update(cost_usd=F("cost_usd") + Decimal(str(round(cost, 6))))
 
 
-def finish(task: Task, status: str, error: str = "") -> Task:
+def finish(task: Task, status: str, error: str = "") -> Task | None:
+    """End the task, if this attempt still holds it (None when another attempt took it over)."""
     now = timezone.now()
-    Task.objects.filter(pk=task.pk).update(status=status, error=error, finished_at=now, lease_until=None)
+    held = Task.objects.filter(pk=task.pk, attempts=task.attempts)
+    if not held.update(status=status, error=error, finished_at=now, lease_until=None):
+        log.warning("task %s: attempt %s no longer holds it; leaving it to the attempt that does", task.pk, task.attempts)
+        return None
     task.refresh_from_db()
     log.info(
         "task %s (session %s, turn %s) %s in %.1f s: %s input + %s cached tokens, %s output, cost %s%s",
@@ -339,7 +348,15 @@ def lease() -> timedelta:
 
 
 def renew_lease(task: Task) -> None:
-    Task.objects.filter(pk=task.pk, status=Task.Status.RUNNING).update(lease_until=timezone.now() + lease())
+    renew_lease_of(task.pk, task.attempts)
+
+
+def renew_lease_of(task_id: int, attempt: int | None) -> None:
+    """Only the attempt that holds the task renews it."""
+    holder = Task.objects.filter(pk=task_id, status=Task.Status.RUNNING)
+    if attempt is not None:
+        holder = holder.filter(attempts=attempt)
+    holder.update(lease_until=timezone.now() + lease())
 
 
 def _instruction(task: Task) -> str:
@@ -355,18 +372,39 @@ def _instruction(task: Task) -> str:
 
 
 class StopCheck:
-    """Has a stop been asked for? Reads the database at most every STOP_CHECK_SECONDS."""
+    """Has a stop been asked for, or has this attempt lost the task? Reads the database at most every
+    STOP_CHECK_SECONDS, and renews the lease while the work goes on (a long stream included), so
+    a live attempt's lease never runs out under it.
 
-    def __init__(self, task_id: int, clock: Callable[[], float] = time.monotonic) -> None:
-        self.task_id, self.clock = task_id, clock
-        self.checked_at = float("-inf")
-        self.stopped = False
+    If another worker took the task over anyway (this one stalled past its lease), `superseded`
+    turns true and the check reads as stopped: this attempt must store and finish nothing more.
+    """
 
-    def __call__(self) -> bool:
-        if not self.stopped and self.clock() - self.checked_at >= STOP_CHECK_SECONDS:
+    def __init__(self, task_id: int, attempt: int | None = None, clock: Callable[[], float] = time.monotonic) -> None:
+        self.task_id, self.attempt, self.clock = task_id, attempt, clock
+        self.checked_at = self.renewed_at = float("-inf")
+        self.stopped = self.superseded = False
+
+    def __call__(self, *, fresh: bool = False) -> bool:
+        if not self.stopped and (fresh or self.clock() - self.checked_at >= STOP_CHECK_SECONDS):
             self.checked_at = self.clock()
-            self.stopped = Task.objects.filter(pk=self.task_id, stop_requested_at__isnull=False).exists()
+            row = Task.objects.filter(pk=self.task_id).values("stop_requested_at", "attempts").first()
+            self.superseded = row is None or (self.attempt is not None and row["attempts"] != self.attempt)
+            self.stopped = self.superseded or row["stop_requested_at"] is not None
+            if not self.stopped and self.clock() - self.renewed_at >= lease().total_seconds() / 3:
+                self.renewed_at = self.clock()
+                renew_lease_of(self.task_id, self.attempt)
         return self.stopped
+
+    def outcome(self) -> str:
+        """What a halted attempt reports: stopped, unless it was taken over (then it must leave quietly)."""
+        if self.superseded:
+            raise Superseded()
+        return Task.Status.STOPPED
+
+
+class Superseded(Exception):
+    """Another attempt holds the task now; this one leaves without storing or finishing anything."""
 
 
 @dataclass

@@ -7,6 +7,7 @@ server's thread pool in the embedded default (office.background).
 import logging
 from datetime import timedelta
 
+from django.conf import settings
 from django.utils import timezone
 
 from coworkers.providers import ProviderError
@@ -15,10 +16,6 @@ from office.background import job
 from . import folding, memory, nudge, pipeline
 
 log = logging.getLogger(__name__)
-
-# A queued task is sent again when it has waited this long: long enough that a normal
-# delivery (or its wait behind an earlier task of the session) would have claimed it.
-STALLED_AFTER = timedelta(seconds=60)
 
 
 @job(retry_on=(ProviderError,), max_retries=5)
@@ -44,9 +41,11 @@ def check_nudge(session_id: int, trigger: str, language: str = "en") -> None:
 
 @job()
 def requeue_stalled_tasks() -> int:
-    """Run every 30 s by Celery beat in production: send again the tasks whose delivery was lost
-    (a broker restart empties its queues) or whose worker died. Returns how many were sent."""
-    stalled = pipeline.stalled_tasks(timezone.now(), queued_for=STALLED_AFTER)
+    """Run by Celery beat in production (every REQUEUE_EVERY_SECONDS): send again the tasks whose
+    delivery was lost (a broker restart empties its queues) or whose worker died. Returns how many."""
+    # STALLED_AFTER_SECONDS: long enough that a normal delivery (or its wait behind an earlier
+    # task of the session) would have claimed the task.
+    stalled = pipeline.stalled_tasks(timezone.now(), queued_for=timedelta(seconds=settings.STALLED_AFTER_SECONDS))
     for task_id in stalled:
         run_task.enqueue(task_id)
     if stalled:

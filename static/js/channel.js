@@ -258,6 +258,14 @@ function takePending(content) {
 function submit() {
   const text = input.value;
   if (!text.trim() || !isOpen()) return;
+  sendInstruction(text);
+  input.value = "";
+  sessionStorage.removeItem(DRAFT_KEY);
+  autosize();
+}
+
+/** Show `text` as pending and send it as a new instruction (a new client_id: a new task). */
+function sendInstruction(text) {
   const clientId = newClientId();
   const node = userElement({ content: text.trim(), created_at: new Date().toISOString() });
   node.classList.add("pending");
@@ -267,9 +275,6 @@ function submit() {
   history.scrollTop = history.scrollHeight;
   state.pending.set(clientId, { text, el: node, sentAt: Date.now() });
   send({ type: "instruction", text, client_id: clientId });
-  input.value = "";
-  sessionStorage.removeItem(DRAFT_KEY);
-  autosize();
   updateEmpty();
 }
 
@@ -326,8 +331,23 @@ function setBadge(node, status, error) {
   badge.dataset.status = status || "";
   badge.textContent = STATE_LABELS[status] || "";
   node.querySelector(".task-error")?.remove();
-  if (status === "failed" && error) node.querySelector(".bubble").append(el("p", { class: "task-error", text: error }));
+  if (status === "failed" && error) node.querySelector(".bubble").append(el("p", { class: "task-error", text: error }, " ", retryButton()));
 }
+
+/** On a failed task (also in the server's first paint): send its instruction again, as a new task. */
+function retryButton() {
+  return el("button", { type: "button", class: "link", "data-retry-task": true, text: "Retry", disabled: !isOpen() });
+}
+
+history.addEventListener("click", (event) => {
+  const button = event.target.closest("[data-retry-task]");
+  if (!button || !isOpen()) return;
+  // innerText: the server's first paint has <br> where the instruction had line breaks.
+  const text = button.closest(".msg.user")?.querySelector(".text")?.innerText || "";
+  if (!text.trim()) return;
+  sendInstruction(text);
+  button.replaceWith(el("span", { class: "muted", text: "Sent again below." })); // the failed task stays as it was
+});
 
 function refreshTaskState(turn) {
   if (!turn) return;
@@ -414,13 +434,7 @@ function renderWorking() {
     return el("div", { class: "working-row" }, el("span", { class: "typing", "aria-hidden": "true" }, el("i"), el("i"), el("i")), el("span", { text: label }), stop);
   });
   working.replaceChildren(...rows);
-  if (data.kind === "direct") {
-    const busy = open.some((t) => t.status === "running");
-    for (const dot of document.querySelectorAll(`.sidebar a[aria-current="page"] .status`)) {
-      dot.classList.toggle("working", busy);
-      dot.classList.toggle("idle", !busy);
-    }
-  }
+  // The sidebar's dots are sidebar.js's: a coworker may be at work in another channel too.
 }
 
 working.addEventListener("click", (event) => {
@@ -669,6 +683,7 @@ function setConnected(status, detail) {
   newSessionButton.disabled = !open;
   for (const button of history.querySelectorAll(".nudge-actions button")) button.disabled = !open;
   for (const button of working.querySelectorAll("[data-stop]")) button.disabled = !open;
+  for (const button of history.querySelectorAll("[data-retry-task]")) button.disabled = !open;
   for (const { el: node } of state.pending.values()) setBadge(node, open ? "sending" : "waiting");
   if (open) {
     text.textContent = "Live";

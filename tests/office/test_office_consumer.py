@@ -11,7 +11,7 @@ import pytest
 import pytest_asyncio
 from asgiref.sync import sync_to_async
 from channels.db import database_sync_to_async
-from channels.layers import channel_layers
+from channels.layers import channel_layers, get_channel_layer
 from channels.testing import WebsocketCommunicator
 from django.db import connections
 from django.test import Client
@@ -289,3 +289,24 @@ async def test_work_in_a_channel_out_of_sight_does_not_move_the_dot(office, bob,
     await run(task.pk, ScriptedProvider([Reply("Here is the draft.")]))
 
     assert await socket.receive_nothing(timeout=0.5)
+
+
+@pytest.mark.asyncio
+async def test_a_sidebar_whose_group_redis_forgot_joins_again_and_its_dots_catch_up(
+    office, bob, mina, direct_channel, enter, monkeypatch
+):
+    from office import consumers
+
+    monkeypatch.setattr(consumers, "REJOIN_SECONDS", 0.2)
+    socket, frame = await enter(bob, office)
+    assert frame["working"] == []
+    # A restarted Redis keeps no groups: the notice of this task's start reaches nobody live.
+    get_channel_layer().groups.pop(events.office_group(office.pk), None)
+    task = await database_sync_to_async(post)(direct_channel, "Draft the launch email", mina)
+    gate = Gate("Here is the draft.")
+    work = asyncio.ensure_future(run(task.pk, gate.provider))
+    try:
+        assert await socket.receive_json_from(timeout=5) == {"type": "presence", "coworker": "mina", "status": "working"}
+    finally:
+        gate.open.set()
+    await work

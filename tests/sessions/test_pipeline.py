@@ -200,3 +200,51 @@ def test_a_task_abandoned_by_a_restarted_server_is_sent_again_with_the_next_inst
     second = pipeline.post_instruction(channel=direct_channel, text="And a subject line")
 
     assert no_background == [first.pk, second.pk]
+
+
+def test_a_long_stream_keeps_renewing_its_lease_so_no_second_worker_takes_the_task(
+    direct_channel, frames, no_background, settings
+):
+    settings.TASK_LEASE_SECONDS = 1  # renewed every third of it while streaming
+    task = pipeline.post_instruction(channel=direct_channel, text="Write the long report")
+    second_delivery = []
+
+    # A 2.5 s stream, far past the 1 s lease; half way through, another delivery arrives.
+    provider = ScriptedProvider([Reply("word " * 50, chunk_size=25, delay=0.25)])
+    original_complete = provider.complete
+
+    def complete(request, *, on_text=None, should_stop=None):
+        def on_text_and_redeliver(text):
+            on_text(text)
+            if len(second_delivery) == 0 and Task.objects.get(pk=task.pk).started_at < timezone.now() - timedelta(seconds=1.5):
+                try:
+                    pipeline.claim(task.pk)
+                    second_delivery.append("took it")
+                except pipeline.TaskBusy:
+                    second_delivery.append("busy")
+
+        return original_complete(request, on_text=on_text_and_redeliver, should_stop=should_stop)
+
+    provider.complete = complete
+    done = pipeline.run_task(task.pk, provider=provider)
+
+    assert second_delivery == ["busy"], "the live attempt still held the task"
+    assert done.status == Task.Status.DONE and done.attempts == 1
+    assert roles(done) == ["user", "assistant"]
+
+
+def test_an_attempt_that_was_taken_over_stores_and_finishes_nothing(direct_channel, frames, no_background):
+    task = pipeline.post_instruction(channel=direct_channel, text="Summarize the week")
+
+    def taken_over_while_streaming(request):
+        # This worker stalled past its lease and another delivery claimed the task (attempt 2).
+        Task.objects.filter(pk=task.pk).update(attempts=2, lease_until=timezone.now() + timedelta(seconds=60))
+        return Reply("A stale answer " * 10, chunk_size=10)
+
+    result = pipeline.run_task(task.pk, provider=ScriptedProvider([taken_over_while_streaming]))
+
+    assert result is None
+    task.refresh_from_db()
+    assert task.status == Task.Status.RUNNING and task.attempts == 2, "left to the attempt that holds it"
+    assert roles(task) == ["user"], "the stale attempt stored no reply"
+    assert "done" not in [f.get("status") for f in frames if f["type"] == "task"]
