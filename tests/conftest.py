@@ -7,6 +7,7 @@ rather than skip: `requires_redis` only skips when REDIS_URL is unset.
 import os
 
 import pytest
+import pytest_asyncio
 from django.contrib.auth.models import User
 
 from coworkers.models import Coworker
@@ -115,6 +116,72 @@ def no_background(monkeypatch) -> list[int]:
     monkeypatch.setattr("sessions.tasks.extract_task_memory.enqueue", lambda task_id: None)
     monkeypatch.setattr("sessions.tasks.fold_session.enqueue", lambda *args: None)
     return queued
+
+
+# Websockets on the full ASGI app ------------------------------------------------------------------
+# Opt in per module: pytestmark = pytest.mark.usefixtures("offline", "fresh_channel_layer").
+
+# A browser sends its page's origin; AllowedHostsOriginValidator refuses a socket without one.
+ORIGIN = (b"origin", b"http://127.0.0.1:8000")
+
+
+@pytest.fixture
+def offline(monkeypatch, settings):
+    """The offline responder routes and answers: no test reaches a real model. (And a fast password
+    hasher: these tests create their people anew each time, with real commits, and sign them in.)"""
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+
+@pytest.fixture
+def fresh_channel_layer():
+    """A channel layer per test: each test has its own event loop, and channels_redis binds its
+    receive lock to the loop that first used it."""
+    from channels.layers import channel_layers
+
+    channel_layers.backends.clear()
+    yield
+    channel_layers.backends.clear()
+
+
+@pytest.fixture
+def cookie():
+    """The session cookie value of a signed-in user."""
+    from django.test import Client
+
+    def cookie_for(user) -> str:
+        client = Client()
+        client.force_login(user)
+        return client.cookies["sessionid"].value
+
+    return cookie_for
+
+
+@pytest_asyncio.fixture
+async def open_websocket():
+    """Opens communicators on the full ASGI app (with a browser's Origin unless told otherwise) and
+    always disconnects every one of them."""
+    from channels.db import database_sync_to_async
+    from channels.testing import WebsocketCommunicator
+    from django.db import connections
+
+    from office.asgi import application
+
+    opened = []
+
+    def open_socket(path: str, *, session_key: str | None = None, origin=ORIGIN, headers=()) -> WebsocketCommunicator:
+        sent = [origin] if origin else []
+        if session_key:
+            sent.append((b"cookie", f"sessionid={session_key}".encode()))
+        communicator = WebsocketCommunicator(application, path, headers=[*sent, *headers])
+        opened.append(communicator)
+        return communicator
+
+    yield open_socket
+    for communicator in opened:
+        await communicator.disconnect()
+    # The consumers' shared database thread outlives the test; its connection must not.
+    await database_sync_to_async(connections.close_all)()
 
 
 # Timing-based failures would make the suite flaky on a busy 2-core machine.

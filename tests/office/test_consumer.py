@@ -10,13 +10,10 @@ import threading
 from html.parser import HTMLParser
 
 import pytest
-import pytest_asyncio
 from asgiref.sync import sync_to_async
 from channels.db import database_sync_to_async
-from channels.layers import channel_layers
 from channels.testing import WebsocketCommunicator
 from django.db import connections
-from django.test import Client
 
 from coworkers.providers.scripted import Reply, ScriptedProvider
 from office import background, events
@@ -25,26 +22,8 @@ from office.models import ChannelEvent
 from sessions import nudge, pipeline, services
 from sessions.models import ContextPolicy, Message, Session, SummaryVersion, Task
 
-pytestmark = pytest.mark.django_db(transaction=True)
-ORIGIN = (b"origin", b"http://127.0.0.1:8000")
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("offline", "fresh_channel_layer")]
 XSS = ("<script>alert(1)</script>", "<img src=x onerror=alert(1)>", "[x](javascript:alert(1))")
-
-
-@pytest.fixture(autouse=True)
-def offline(monkeypatch, settings):
-    """The offline responder routes and answers: no test here reaches a real model. (And a fast
-    password hasher: these tests create their people anew each time, with real commits.)"""
-    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
-
-
-@pytest.fixture(autouse=True)
-def fresh_channel_layer():
-    """A channel layer per test: each test has its own event loop, and channels_redis binds its
-    receive lock to the loop that first used it."""
-    channel_layers.backends.clear()
-    yield
-    channel_layers.backends.clear()
 
 
 @pytest.fixture
@@ -56,35 +35,14 @@ def nudge_checks(no_background, monkeypatch) -> list[tuple]:
 
 
 @pytest.fixture
-def cookie():
-    def cookie_for(user) -> str:
-        client = Client()
-        client.force_login(user)
-        return client.cookies["sessionid"].value
-
-    return cookie_for
-
-
-@pytest_asyncio.fixture
-async def sockets():
-    """Opens communicators, and always disconnects every one of them."""
-    opened: list[WebsocketCommunicator] = []
+def sockets(open_websocket):
+    """A channel's socket, as a signed-in tab in a given language would open it."""
 
     def open_socket(channel_id: int, session_key: str | None = None, language: str | None = None) -> WebsocketCommunicator:
-        headers = [ORIGIN]
-        if session_key:
-            headers.append((b"cookie", f"sessionid={session_key}".encode()))
-        if language:
-            headers.append((b"accept-language", language.encode()))
-        communicator = WebsocketCommunicator(application, f"/ws/channels/{channel_id}/", headers=headers)
-        opened.append(communicator)
-        return communicator
+        headers = [(b"accept-language", language.encode())] if language else []
+        return open_websocket(f"/ws/channels/{channel_id}/", session_key=session_key, headers=headers)
 
-    yield open_socket
-    for communicator in opened:
-        await communicator.disconnect()
-    # The consumers' shared database thread outlives the test; its connection must not.
-    await database_sync_to_async(connections.close_all)()
+    return open_socket
 
 
 @pytest.fixture

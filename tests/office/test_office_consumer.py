@@ -8,37 +8,19 @@ import asyncio
 import threading
 
 import pytest
-import pytest_asyncio
 from asgiref.sync import sync_to_async
 from channels.db import database_sync_to_async
-from channels.layers import channel_layers, get_channel_layer
+from channels.layers import get_channel_layer
 from channels.testing import WebsocketCommunicator
 from django.db import connections
-from django.test import Client
 
 from coworkers.providers.scripted import Reply, ScriptedProvider
 from office import events, office_consumer, reading
-from office.asgi import application
 from office.models import Channel, ChannelEvent, ChannelQuerySet, Membership
 from sessions import pipeline
 from sessions.models import Task
 
-pytestmark = pytest.mark.django_db(transaction=True)
-ORIGIN = (b"origin", b"http://127.0.0.1:8000")
-
-
-@pytest.fixture(autouse=True)
-def offline(monkeypatch, settings):
-    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
-
-
-@pytest.fixture(autouse=True)
-def fresh_channel_layer():
-    """A channel layer per test: each test has its own event loop (channels_redis binds to it)."""
-    channel_layers.backends.clear()
-    yield
-    channel_layers.backends.clear()
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("offline", "fresh_channel_layer")]
 
 
 @pytest.fixture(autouse=True)
@@ -59,24 +41,15 @@ def hidden_from_bob(monkeypatch):
     monkeypatch.setattr(ChannelQuerySet, "visible_to", visible_to)
 
 
-@pytest_asyncio.fixture
-async def sockets():
-    """Opens office sockets, and always disconnects every one of them."""
-    opened: list[WebsocketCommunicator] = []
+@pytest.fixture
+def sockets(open_websocket, cookie):
+    """An office's sidebar socket, signed in as `user` (anonymous without one)."""
 
     async def open_socket(office_id: int, user=None) -> WebsocketCommunicator:
-        headers = [ORIGIN]
-        if user is not None:
-            key = await sync_to_async(session_key)(user)
-            headers.append((b"cookie", f"sessionid={key}".encode()))
-        communicator = WebsocketCommunicator(application, f"/ws/offices/{office_id}/", headers=headers)
-        opened.append(communicator)
-        return communicator
+        key = await sync_to_async(cookie)(user) if user is not None else None
+        return open_websocket(f"/ws/offices/{office_id}/", session_key=key)
 
-    yield open_socket
-    for communicator in opened:
-        await communicator.disconnect()
-    await database_sync_to_async(connections.close_all)()
+    return open_socket
 
 
 @pytest.fixture
@@ -92,12 +65,6 @@ def enter(sockets):
         return communicator, frame
 
     return enter_as
-
-
-def session_key(user) -> str:
-    client = Client()
-    client.force_login(user)
-    return client.cookies["sessionid"].value
 
 
 def post(channel: Channel, text: str, coworker) -> Task:

@@ -13,9 +13,9 @@ from office import consumers, events, unavailable
 from sessions.models import Task
 
 # The protocol tests' fixtures: sockets that are always closed, signed-in entry, no real model.
-from tests.office.test_consumer import cookie, enter, fresh_channel_layer, nudge_checks, offline, settle, sockets  # noqa: F401
+from tests.office.test_consumer import enter, nudge_checks, settle, sockets  # noqa: F401
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("offline", "fresh_channel_layer")]
 
 
 def test_a_page_while_the_database_is_away_is_a_503_that_says_so(client, bob, direct_channel, monkeypatch):

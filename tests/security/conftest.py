@@ -8,21 +8,15 @@ import uuid
 from html.parser import HTMLParser
 
 import pytest
-import pytest_asyncio
 from asgiref.sync import sync_to_async
-from channels.db import database_sync_to_async
-from channels.layers import channel_layers
 from channels.testing import WebsocketCommunicator
-from django.db import connections
-from django.test import Client
 
 from office import documents
-from office.asgi import application
+from tests.conftest import ORIGIN
 from office.models import ChannelEvent, Document
 from sessions import nudge, services
 from sessions.models import MemoryEvent, MemoryItem, Message, Session, Task
 
-ORIGIN = (b"origin", b"http://127.0.0.1:8000")
 # An id that nothing has.
 MISSING = 987_654
 
@@ -71,47 +65,18 @@ def fresh_rate_limits(settings):
 
 
 @pytest.fixture(autouse=True)
-def offline(monkeypatch, settings):
-    """The offline responder: no test here reaches a real model. A fast hasher for the many logins."""
-    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+def no_real_model(offline):
+    """The offline responder (tests/conftest.py): no test here reaches a real model."""
 
 
 @pytest.fixture
-def fresh_channel_layer():
-    """A channel layer per test: channels_redis binds itself to the event loop that first used it."""
-    channel_layers.backends.clear()
-    yield
-    channel_layers.backends.clear()
+def sockets(open_websocket, fresh_channel_layer):
+    """A socket at any path, with a session cookie and an Origin (a browser's, unless told otherwise)."""
 
+    def open_socket(path: str, session_key: str | None = None, origin=ORIGIN) -> WebsocketCommunicator:
+        return open_websocket(path, session_key=session_key, origin=origin)
 
-@pytest.fixture
-def cookie():
-    def cookie_for(user) -> str:
-        client = Client()
-        client.force_login(user)
-        return client.cookies["sessionid"].value
-
-    return cookie_for
-
-
-@pytest_asyncio.fixture
-async def sockets(fresh_channel_layer):
-    """Opens communicators on the full ASGI app and always disconnects every one of them."""
-    opened: list[WebsocketCommunicator] = []
-
-    def open_socket(path: str, session_key: str | None = None, origin: tuple[bytes, bytes] | None = ORIGIN) -> WebsocketCommunicator:
-        headers = [origin] if origin else []
-        if session_key:
-            headers.append((b"cookie", f"sessionid={session_key}".encode()))
-        communicator = WebsocketCommunicator(application, path, headers=headers)
-        opened.append(communicator)
-        return communicator
-
-    yield open_socket
-    for communicator in opened:
-        await communicator.disconnect()
-    await database_sync_to_async(connections.close_all)()
+    return open_socket
 
 
 @pytest.fixture

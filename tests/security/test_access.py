@@ -15,7 +15,9 @@ from coworkers.tools import ToolContext, run_tool
 from office.models import Channel, Document
 from sessions.models import MemoryEvent, MemoryItem, Message, Session, Task
 
-from .conftest import MISSING, ORIGIN, receive_until, snapshot
+from tests.conftest import ORIGIN
+
+from .conftest import MISSING, receive_until, snapshot
 
 
 def as_user(user, **kwargs) -> Client:
