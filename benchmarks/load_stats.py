@@ -1,0 +1,248 @@
+"""The load tool's accounting: what one instruction went through, as read from the frames a client
+received, whether anything was lost or duplicated, and the latency figures. Pure: standard library
+and benchmarks.metrics only (no Django, no sockets), so every rule here is tested on plain frames.
+
+Frames are the dicts of the channel websocket protocol (DESIGN.md, Contracts); times are seconds
+on one monotonic clock.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from benchmarks.metrics import percentile
+
+FINISHED = frozenset({"done", "failed", "stopped"})
+# The latencies reported, each measured from the moment the instruction was sent.
+MEASURES = ("ack", "first_delta", "done")
+
+
+@dataclass
+class Instruction:
+    """One instruction as one client saw it. Times are seconds after `sent`; None if it never came."""
+
+    client: int
+    index: int
+    client_id: str
+    text: str
+    ack: float | None = None
+    first_delta: float | None = None
+    done: float | None = None
+    status: str = ""  # the task's last status seen live: done, failed, stopped ("" if none)
+    task: int | None = None
+    turn: int | None = None
+    error: str = ""  # the code of an `error` frame the server answered it with (e.g. rate_limited)
+    streamed: str = ""  # the deltas of its task, joined
+    reply: str | None = None  # the assistant reply delivered live
+    # In the final state (the channel's stored events, replayed by resync):
+    stored_instructions: int = 0
+    stored_replies: int = 0
+
+    @property
+    def lost(self) -> bool:
+        """Refused with an error frame is not lost: the person was told. Anything else missing is:
+        no acknowledgement, no end, or a reply not shown live or not stored."""
+        if self.error:
+            return False
+        return (
+            self.ack is None
+            or self.status not in FINISHED
+            or self.stored_instructions == 0
+            or (self.status == "done" and (self.reply is None or self.stored_replies == 0))
+        )
+
+    @property
+    def duplicated(self) -> bool:
+        return self.stored_instructions > 1 or self.stored_replies > 1
+
+
+def is_user_message(frame: dict[str, Any], text: str) -> bool:
+    message = frame.get("message") or {}
+    return frame.get("type") == "message" and message.get("role") == "user" and message.get("content") == text
+
+
+def follow(item: Instruction, frames: Sequence[dict[str, Any]], arrived: Sequence[float], sent: float) -> Instruction:
+    """Fill in what the frames received after sending `item` (at `sent`) say about it: its
+    acknowledgement (the `message` frame carrying its user message), its task (the `task` frames
+    of that turn), the first `delta` of that task, the task's end, and its reply."""
+    for frame, at in zip(frames, arrived):
+        kind = frame.get("type")
+        if item.ack is None:
+            if is_user_message(frame, item.text):
+                item.ack, item.turn = at - sent, frame["message"].get("turn")
+            elif kind == "error" and not item.error:
+                item.error = str(frame.get("code") or "error")
+            continue
+        if kind == "task" and frame.get("turn") == item.turn:
+            item.task = frame.get("id")
+            item.status = frame.get("status") or ""
+            if item.status in FINISHED and item.done is None:
+                item.done = at - sent
+        elif kind == "delta" and item.task is not None and frame.get("task") == item.task:
+            if item.first_delta is None:
+                item.first_delta = at - sent
+            item.streamed += frame.get("text") or ""
+        elif kind == "message" and (frame.get("message") or {}).get("role") == "assistant":
+            if frame["message"].get("turn") == item.turn and item.reply is None:
+                item.reply = frame["message"].get("content") or ""
+    return item
+
+
+def live_duplicates(frames: Iterable[dict[str, Any]]) -> int:
+    """Messages a socket was sent live more than once: each extra delivery of a message id, or of a
+    seq, counts one (a person would see the message twice)."""
+    ids: Counter = Counter()
+    seqs: Counter = Counter()
+    for frame in frames:
+        if frame.get("seq") is not None and frame.get("type") != "session":
+            seqs[frame["seq"]] += 1
+        if frame.get("type") == "message":
+            ids[(frame.get("message") or {}).get("id")] += 1
+    return sum(n - 1 for n in ids.values()) + sum(n - 1 for n in seqs.values())
+
+
+def stored_events(replayed: Iterable[dict[str, Any]], *, after: int, through: int) -> tuple[list[dict], list[int]]:
+    """The stored events with after < seq <= through, one per seq, from what a resync sent (live
+    frames may be mixed in); and the seqs in that range that never came (the replay is incomplete)."""
+    by_seq = {frame["seq"]: frame for frame in replayed if isinstance(frame.get("seq"), int) and frame.get("type") != "session"}
+    events = [by_seq[seq] for seq in range(after + 1, through + 1) if seq in by_seq]
+    missing = [seq for seq in range(after + 1, through + 1) if seq not in by_seq]
+    return events, missing
+
+
+def count_stored(items: Iterable[Instruction], events: Iterable[dict[str, Any]]) -> None:
+    """Set each item's stored_instructions (user messages with its text) and stored_replies
+    (assistant messages of its turn) from one channel's stored events."""
+    items = list(items)
+    users: Counter = Counter()
+    replies: Counter = Counter()
+    for event in events:
+        message = event.get("message") or {}
+        if event.get("type") != "message":
+            continue
+        if message.get("role") == "user":
+            users[message.get("content")] += 1
+        elif message.get("role") == "assistant" and message.get("content"):
+            replies[message.get("turn")] += 1
+    for item in items:
+        item.stored_instructions = users[item.text]
+        item.stored_replies = replies[item.turn] if item.turn is not None else 0
+
+
+def summarize(values: Iterable[float | None]) -> dict[str, float | int | None]:
+    """p50, p95 and max in milliseconds of the values that exist, and how many there were."""
+    present = [value * 1000 for value in values if value is not None]
+    if not present:
+        return {"n": 0, "p50": None, "p95": None, "max": None}
+    return {
+        "n": len(present),
+        "p50": round(percentile(present, 50), 1),
+        "p95": round(percentile(present, 95), 1),
+        "max": round(max(present), 1),
+    }
+
+
+@dataclass
+class Counts:
+    sent: int = 0
+    acknowledged: int = 0
+    done: int = 0
+    failed: int = 0  # finished failed or stopped: the person saw an error instead of a reply
+    rejected: int = 0  # answered with an error frame (e.g. rate_limited) and not stored
+    lost: int = 0
+    duplicated: int = 0  # instructions stored or answered more than once
+    live_duplicates: int = 0  # messages a socket was sent twice
+    incomplete_replays: int = 0  # clients whose resync did not replay every stored event
+    stream_mismatches: int = 0  # replies whose streamed deltas differ from the stored text (informational)
+
+    @property
+    def ok(self) -> bool:
+        return not (self.lost or self.duplicated or self.live_duplicates or self.failed or self.rejected or self.incomplete_replays)
+
+
+def count(items: Sequence[Instruction], *, live_duplicates: int = 0, incomplete_replays: int = 0) -> Counts:
+    return Counts(
+        sent=len(items),
+        acknowledged=sum(item.ack is not None for item in items),
+        done=sum(item.status == "done" for item in items),
+        failed=sum(item.status in {"failed", "stopped"} for item in items),
+        rejected=sum(bool(item.error) and item.ack is None for item in items),
+        lost=sum(item.lost for item in items),
+        duplicated=sum(item.duplicated for item in items),
+        live_duplicates=live_duplicates,
+        incomplete_replays=incomplete_replays,
+        stream_mismatches=sum(
+            item.reply is not None and bool(item.streamed) and item.streamed != item.reply for item in items
+        ),
+    )
+
+
+@dataclass
+class Report:
+    clients: int
+    instructions: int
+    counts: Counts
+    latency_ms: dict[str, dict]
+    seconds: float  # from the first instruction sent to the last one finished
+    throughput: float  # instructions done per second over `seconds`
+    conditions: dict[str, Any] = field(default_factory=dict)
+
+    def as_json(self) -> dict[str, Any]:
+        return {**asdict(self), "ok": self.counts.ok}
+
+
+def build_report(
+    items: Sequence[Instruction],
+    *,
+    clients: int,
+    instructions: int,
+    seconds: float,
+    live_duplicates: int = 0,
+    incomplete_replays: int = 0,
+    conditions: dict[str, Any] | None = None,
+) -> Report:
+    counts = count(items, live_duplicates=live_duplicates, incomplete_replays=incomplete_replays)
+    latency = {measure: summarize(getattr(item, measure) for item in items) for measure in MEASURES}
+    return Report(
+        clients=clients,
+        instructions=instructions,
+        counts=counts,
+        latency_ms=latency,
+        seconds=round(seconds, 2),
+        throughput=round(counts.done / seconds, 2) if seconds > 0 else 0.0,
+        conditions=conditions or {},
+    )
+
+
+LABELS = {"ack": "acknowledged", "first_delta": "first delta", "done": "done"}
+
+
+def render(report: Report) -> str:
+    """The table a person reads after a run."""
+
+    def ms(value: float | None) -> str:
+        return "-" if value is None else f"{value:,.0f}"
+
+    ramp = report.conditions.get("ramp_s")
+    spread = f"; first ones spread over {ramp:g} s" if ramp else ""
+    lines = [
+        f"{report.clients} clients x {report.instructions} instructions, each sent after the previous one finished{spread}",
+        "",
+        f"{'from instruction to':<22}{'p50 ms':>10}{'p95 ms':>10}{'max ms':>10}{'n':>7}",
+    ]
+    for measure in MEASURES:
+        row = report.latency_ms[measure]
+        lines.append(f"{LABELS[measure]:<22}{ms(row['p50']):>10}{ms(row['p95']):>10}{ms(row['max']):>10}{row['n']:>7}")
+    c = report.counts
+    lines += [
+        "",
+        f"sent {c.sent}, acknowledged {c.acknowledged}, done {c.done}, failed {c.failed}, rejected {c.rejected}",
+        f"lost {c.lost}, duplicated {c.duplicated}, delivered twice live {c.live_duplicates}, "
+        f"incomplete replays {c.incomplete_replays}, streams differing from the reply {c.stream_mismatches}",
+        f"{report.seconds:,.1f} s, {report.throughput:.2f} instructions done per second",
+        "OK" if c.ok else "FAILED: something was lost, duplicated, failed or refused",
+    ]
+    return "\n".join(lines)
