@@ -177,17 +177,21 @@ class ChannelConsumer(StaysJoined):
             # network before the task is stored, and Channels' one shared database thread must
             # never wait on that, or every connected user would stall behind it. This runs on a
             # thread of its own; the reply itself is a background job, enqueued after commit.
-            await post_off_shared_thread(
+            stored = await post_off_shared_thread(
                 channel_id=self.channel_id,
                 user_id=self.scope["user"].pk,
                 text=text,
                 client_id=client_id,
                 language=self.language,
+                after=self.next_seq - 1,
             )
         except pipeline.InstructionRejected as rejected:
             raise FrameError(rejected.code, rejected.detail) from None
-        # Acknowledged by the group's `message` and `task` events; a resend of a known
-        # client_id creates nothing and sends nothing (the client resyncs to see the first).
+        # The sender's acknowledgement: its stored `message` and `task` events, read back from the
+        # store, without waiting for the group (other tabs get them from the group; this one's
+        # copies are then skipped by seq). A resend of a known client_id creates nothing, so this
+        # sends only what this socket had not seen yet.
+        await self.send_stored(stored)
 
     async def on_session_new(self, content: dict) -> None:
         # The new `session` frame reaches every tab through the group, this one included.
@@ -232,8 +236,13 @@ class ChannelConsumer(StaysJoined):
     # From the group ----------------------------------------------------------------------
 
     async def rejoined(self) -> None:
-        missed = await database_sync_to_async(events.events_after)(self.channel_id, self.next_seq - 1, RESYNC_PAGE)
-        for frame in missed:
+        await self.send_stored(
+            await database_sync_to_async(events.events_after)(self.channel_id, self.next_seq - 1, RESYNC_PAGE)
+        )
+
+    async def send_stored(self, frames: list[dict]) -> None:
+        """Send stored events this socket has not sent yet, in order."""
+        for frame in frames:
             if frame["seq"] >= self.next_seq:  # office_event may have sent it meanwhile
                 await self.send_json(frame)
                 self.next_seq = frame["seq"] + 1
@@ -268,7 +277,8 @@ def is_member(user, channel_id: int) -> bool:
     return Channel.objects.visible_to(user).filter(pk=channel_id).exists()
 
 
-def post_instruction(*, channel_id: int, user_id: int, text: str, client_id: str, language: str) -> None:
+def post_instruction(*, channel_id: int, user_id: int, text: str, client_id: str, language: str, after: int) -> list[dict]:
+    """Store the instruction; return the channel's stored events after seq `after` (its acknowledgement)."""
     try:
         channel = Channel.objects.select_related("office", "coworker").get(pk=channel_id)
         # A resend of a stored instruction creates nothing, so it costs nothing: a tab that
@@ -276,6 +286,7 @@ def post_instruction(*, channel_id: int, user_id: int, text: str, client_id: str
         if not (client_id and Task.objects.filter(session__channel=channel, client_id=client_id).exists()):
             check_instruction_rate(user_id)
         pipeline.post_instruction(channel=channel, text=text, client_id=client_id, language=language)
+        return events.events_after(channel_id, after, RESYNC_PAGE)
     finally:
         # A thread of the loop's general pool, not a database thread: it must not keep a connection.
         connections.close_all()

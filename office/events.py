@@ -6,7 +6,8 @@ lands or a task starts or ends; those notices are not stored (the sidebar frame 
 Imports models only inside functions (the pipeline imports this module early). In the embedded
 default, background jobs run on pool threads while consumers live on the server's event loop; the
 in-memory channel layer's queues are not thread-safe, so sends from other threads are handed to
-that loop (the consumer registers it on connect).
+that loop (the consumer registers it on connect). With Redis, every thread sends through one
+long-lived loop of the process's own (_sender_loop), which keeps its Redis connections.
 """
 
 from __future__ import annotations
@@ -14,10 +15,12 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import os
+import threading
 from typing import Any
 
 from asgiref.sync import async_to_sync
-from channels.layers import get_channel_layer
+from channels.layers import InMemoryChannelLayer, get_channel_layer
 from django.core.serializers.json import DjangoJSONEncoder
 from django.db import transaction
 
@@ -185,13 +188,31 @@ def _group_send(group: str, message: dict) -> None:
     if layer is None:
         return
     send = layer.group_send(group, message)
-    loop = _server_loop
+    loop = _server_loop if isinstance(layer, InMemoryChannelLayer) else _sender_loop()
     if loop is not None and loop.is_running() and not _on_loop(loop):
         # Wait, so events from one thread arrive in the order they were sent.
         asyncio.run_coroutine_threadsafe(send, loop).result(timeout=10)
     else:
         send.close()
         async_to_sync(layer.group_send)(group, message)
+
+
+_sender: tuple[int, asyncio.AbstractEventLoop] | None = None
+_sender_lock = threading.Lock()
+
+
+def _sender_loop() -> asyncio.AbstractEventLoop:
+    """One event loop per process, on a thread of its own, that sends to Redis for every other
+    thread. async_to_sync would start a loop per call, and channels_redis a connection per loop:
+    a new Redis connection for every event and every streamed delta. Made again after a fork
+    (Celery's prefork children), since a thread does not survive one."""
+    global _sender
+    with _sender_lock:
+        if _sender is None or _sender[0] != os.getpid():
+            loop = asyncio.new_event_loop()
+            threading.Thread(target=loop.run_forever, name="channel-layer-sender", daemon=True).start()
+            _sender = (os.getpid(), loop)
+        return _sender[1]
 
 
 def _on_loop(loop: asyncio.AbstractEventLoop) -> bool:

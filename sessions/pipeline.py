@@ -106,8 +106,10 @@ def post_instruction(
             events.send_event(channel.pk, "task", **task_json(task))
             from . import tasks  # the jobs module imports this one
 
-            for earlier in abandoned_tasks(session, before=task.turn):
-                tasks.run_task.enqueue(earlier)
+            if settings.BACKGROUND_WORK != "celery":
+                # Celery redelivers and beat's sweeper re-sends; only the embedded runner needs this.
+                for earlier in abandoned_tasks(session, before=task.turn):
+                    tasks.run_task.enqueue(earlier)
             tasks.run_task.enqueue(task.pk)
             tasks.check_nudge.enqueue(session.pk, "instruction", language)
         log.info("task %s (session %s, turn %s) stored in channel %s", task.pk, session.pk, task.turn, channel.pk)

@@ -12,6 +12,7 @@ from html.parser import HTMLParser
 import pytest
 from asgiref.sync import sync_to_async
 from channels.db import database_sync_to_async
+from channels.layers import get_channel_layer
 from channels.testing import WebsocketCommunicator
 from django.db import connections
 
@@ -229,6 +230,33 @@ async def test_an_instruction_comes_back_as_message_then_task_with_increasing_se
     # The nudge is checked in the background, in the language of the browser.
     session_id = (await Task.objects.aget(pk=task["id"])).session_id
     assert nudge_checks == [(session_id, "instruction", "en")]
+
+
+@pytest.mark.asyncio
+async def test_the_sender_is_acknowledged_from_the_store_without_waiting_for_the_group(bob, direct_channel, enter, nudge_checks):
+    sender, _ = await enter(bob, direct_channel)
+    other_tab, _ = await enter(bob, direct_channel)
+    # The group is slow or lost this once: nothing reaches any tab through it.
+    layer = get_channel_layer()
+    real_group_send = layer.group_send
+
+    async def lost(group, message):
+        return None
+
+    layer.group_send = lost
+    try:
+        await sender.send_json_to({"type": "instruction", "text": "Draft the launch email", "client_id": "c-1"})
+        message, task = await sender.receive_json_from(timeout=5), await sender.receive_json_from(timeout=5)
+    finally:
+        layer.group_send = real_group_send
+
+    assert message["message"]["content"] == "Draft the launch email" and task["status"] == "queued"
+    assert await other_tab.receive_nothing(timeout=0.3), "other tabs hear it from the group only"
+    # When the group's copies do arrive, the sender does not show them twice.
+    for frame in (message, task):
+        await layer.group_send(events.channel_group(direct_channel.pk), {"type": events.LAYER_TYPE, "event": frame})
+    assert [(await other_tab.receive_json_from(timeout=5))["seq"] for _ in range(2)] == [message["seq"], task["seq"]]
+    assert await sender.receive_nothing(timeout=0.3)
 
 
 @pytest.mark.asyncio
