@@ -110,13 +110,7 @@ TEMPLATES = [
 # Database: SQLite in WAL mode by default; DATABASE_URL for PostgreSQL.
 DATABASE_URL = env("DATABASE_URL")
 if DATABASE_URL:
-    if env_bool("DATABASE_POOL", False):
-        # psycopg's pool, per process (make prod turns it on): a thread borrows a connection and
-        # gives it back, instead of connecting anew for each instruction.
-        DATABASES = {"default": dj_database_url.parse(DATABASE_URL)}
-        DATABASES["default"]["OPTIONS"] = {"pool": {"min_size": 2, "max_size": int(env("DATABASE_POOL_SIZE", "10")), "timeout": 10}}
-    else:
-        DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=60, conn_health_checks=True)}
+    DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=60, conn_health_checks=True)}
 else:
     DATABASES = {
         "default": {
