@@ -260,10 +260,13 @@ async def test_work_in_a_channel_out_of_sight_does_not_move_the_dot(office, bob,
 
 @pytest.mark.asyncio
 async def test_a_sidebar_whose_group_redis_forgot_joins_again_and_its_dots_catch_up(
-    office, bob, mina, direct_channel, enter, monkeypatch
+    office, bob, mina, direct_channel, enter, monkeypatch, settings
 ):
     from office import consumers
 
+    # Forgetting a group is played on the in-memory layer, whatever the run's layer; the real Redis
+    # restart is tests/production/test_faults.py's.
+    settings.CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
     monkeypatch.setattr(consumers, "REJOIN_SECONDS", 0.2)
     socket, frame = await enter(bob, office)
     assert frame["working"] == []

@@ -59,8 +59,11 @@ async def test_an_instruction_while_the_database_is_away_is_refused_in_words_and
 
 @pytest.mark.asyncio
 async def test_a_socket_whose_group_redis_forgot_joins_again_and_sends_what_it_missed(
-    bob, direct_channel, enter, nudge_checks, monkeypatch
+    bob, direct_channel, enter, nudge_checks, monkeypatch, settings
 ):
+    # Forgetting a group is played on the in-memory layer, whatever the run's layer; the real Redis
+    # restart is tests/production/test_faults.py's.
+    settings.CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
     monkeypatch.setattr(consumers, "REJOIN_SECONDS", 0.2)
     socket, frame = await enter(bob, direct_channel)
     # A restarted Redis keeps no groups: the event below reaches nobody live.

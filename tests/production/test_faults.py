@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import re
 import signal
 import subprocess
 import time
@@ -23,11 +22,9 @@ from tests.coworkers.fake_anthropic import Error
 
 from .conftest import needs_services
 from .faults import FlakyAnthropic, RedisServer, Store, Tab, TcpProxy, get, set_up_office, sign_in_when_ready, wait_until
-from .topology import ROOT
 
-# Fast recovery: a dead worker's lease runs out after 10 s (longer than any reply here streams:
-# a lease is renewed between model calls, not during one), the sweeper looks every 2 s, and a
-# delivery the broker lost is sent again after 8 s.
+# Fast recovery: a dead worker's lease runs out after 10 s (a live one is renewed as its reply
+# streams), the sweeper looks every 2 s, and a delivery the broker lost is sent again after 8 s.
 QUICK_RECOVERY = {
     "TASK_LEASE_SECONDS": "10",
     "REQUEUE_EVERY_SECONDS": "2",
@@ -39,12 +36,8 @@ QUICK_RECOVERY = {
 
 
 def supervised_pid(topology, program: str) -> int:
-    status = subprocess.run(
-        [str(ROOT / ".venv" / "bin" / "supervisorctl"), "-c", str(ROOT / "deploy" / "supervisord.conf"), "status", program],
-        env=topology.environment, capture_output=True, text=True, timeout=30,
-    ).stdout
-    found = re.search(r"RUNNING\s+pid (\d+)", status)
-    return int(found.group(1)) if found else 0
+    """The pid of one supervised program, 0 while it is not running."""
+    return next(iter(topology.running_pids(program)), 0)
 
 
 def children(pid: int) -> list[int]:

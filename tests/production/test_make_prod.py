@@ -50,14 +50,6 @@ def test_make_prod_without_its_variables_says_what_is_missing():
     assert "DATABASE_URL REDIS_URL SECRET_KEY" in done.stderr
 
 
-def supervised_pids(topology, program: str) -> list[int]:
-    status = subprocess.run(
-        [str(ROOT / ".venv" / "bin" / "supervisorctl"), "-c", str(ROOT / "deploy" / "supervisord.conf"), "status"],
-        env=topology.environment, capture_output=True, text=True, timeout=30,
-    ).stdout
-    return [int(pid) for pid in re.findall(rf"^{program}\S*\s+RUNNING\s+pid (\d+)", status, re.MULTILINE)]
-
-
 async def one_instruction(topology, credentials, channel_id: int) -> list[dict]:
     socket = ChannelSocket(credentials, channel_id)
     await socket.open()
@@ -93,17 +85,17 @@ def test_the_topology_serves_a_person_restarts_what_dies_and_stops_cleanly(start
         assert "max-age=315360000" in response.headers["Cache-Control"]
 
     # A Daphne process that dies is replaced, and the office keeps answering.
-    web = supervised_pids(topology, "web:web-")
+    web = topology.running_pids("web:web-")
     assert len(web) == 2
     os.kill(web[0], signal.SIGKILL)
     deadline = time.monotonic() + 30
-    while time.monotonic() < deadline and (len(now := supervised_pids(topology, "web:web-")) < 2 or web[0] in now):
+    while time.monotonic() < deadline and (len(now := topology.running_pids("web:web-")) < 2 or web[0] in now):
         time.sleep(0.5)
     assert len(now) == 2 and web[0] not in now
     assert asyncio.run(one_instruction(topology, credentials, channel_id))[-1]["status"] == "done"
 
     # Down cleanly: supervisord exits 0 and takes every program with it.
-    children = supervised_pids(topology, "")
+    children = topology.running_pids("")
     assert topology.stop() == 0
     for pid in children:
         with pytest.raises(ProcessLookupError):

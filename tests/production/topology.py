@@ -7,6 +7,7 @@ Nothing is mocked: the test talks to it over HTTP and websockets like a browser 
 from __future__ import annotations
 
 import os
+import re
 import secrets
 import signal
 import socket
@@ -67,6 +68,7 @@ class Topology:
     run_dir: Path
     env: dict[str, str] = field(default_factory=dict)
     port: int = field(default_factory=free_port)
+    secret_key: str = field(default_factory=lambda: secrets.token_urlsafe(50))
     process: subprocess.Popen | None = None
 
     @property
@@ -79,7 +81,7 @@ class Topology:
             **os.environ,
             "DATABASE_URL": self.database_url,
             "REDIS_URL": self.redis_url,
-            "SECRET_KEY": secrets.token_urlsafe(50),
+            "SECRET_KEY": self.secret_key,
             "DEBUG": "false",
             "HTTPS": "off",  # plain HTTP on loopback; the HTTPS settings are checked by check --deploy
             "PORT": str(self.port),
@@ -122,6 +124,14 @@ class Topology:
             os.killpg(self.process.pid, signal.SIGKILL)
             self.process.wait()
             raise
+
+    def running_pids(self, program: str = "") -> list[int]:
+        """Pids supervisord reports RUNNING for programs whose name starts with `program` (all by default)."""
+        status = subprocess.run(
+            [str(Path(self.environment["VENV_BIN"]) / "supervisorctl"), "-c", str(ROOT / "deploy" / "supervisord.conf"), "status"],
+            env=self.environment, capture_output=True, text=True, timeout=30,
+        ).stdout
+        return [int(pid) for pid in re.findall(rf"^{re.escape(program)}\S*\s+RUNNING\s+pid (\d+)", status, re.MULTILINE)]
 
     def log(self) -> str:
         path = self.run_dir / "prod.log"

@@ -191,7 +191,10 @@ def test_a_second_instruction_waits_for_the_first_and_both_finish_in_order(direc
     assert provider.requests[0].messages[-2].content == "Here is the email."
 
 
-def test_a_task_abandoned_by_a_restarted_server_is_sent_again_with_the_next_instruction(direct_channel, frames, no_background):
+def test_a_task_abandoned_by_a_restarted_server_is_sent_again_with_the_next_instruction(
+    direct_channel, frames, no_background, settings
+):
+    settings.BACKGROUND_WORK = "inprocess"  # the embedded runner (with Celery, beat's sweeper re-sends)
     first = pipeline.post_instruction(channel=direct_channel, text="Draft the email")
     pipeline.claim(first.pk)
     Task.objects.filter(pk=first.pk).update(lease_until=timezone.now() - timedelta(seconds=5))  # the server died
