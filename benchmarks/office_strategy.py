@@ -34,6 +34,8 @@ COWORKERS = {
 
 
 class BuilderStrategy:
+    timed = True  # its build times are measured (the baselines' are not worth it)
+
     def __init__(self, fold_batch: int):
         self.fold_batch = fold_batch
         self.name = f"builder (fold_batch {fold_batch})"

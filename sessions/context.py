@@ -416,16 +416,10 @@ def _render_levels(window: list[Record], current: list[Record], policy: Policy) 
         elif last_turn is not None:
             per_turn.setdefault(last_turn, []).append(message)
     long_cap = max(4 * policy.tool_digest_chars, 1_200)
-    by_level = {
-        turn: {
-            FULL: msgs,
-            TOOLS_DIGESTED: [_digest_tool_result(m, policy.tool_digest_chars) for m in msgs],
-            SHORTENED: [
-                _shorten_message(_digest_tool_result(m, policy.tool_digest_chars), long_cap) for m in msgs
-            ],
-        }
-        for turn, msgs in per_turn.items()
-    }
+    by_level = {}
+    for turn, msgs in per_turn.items():
+        digested = [_digest_tool_result(m, policy.tool_digest_chars) for m in msgs]
+        by_level[turn] = {FULL: msgs, TOOLS_DIGESTED: digested, SHORTENED: [_shorten_message(m, long_cap) for m in digested]}
     # The current task's own tool results are capped too: one huge result must not flood the prompt.
     current_cap = max(policy.detailed_chars // 2, long_cap)
     current_messages = [_shorten_message(m, current_cap) if isinstance(m, ToolMessage) else m for m in current_messages]

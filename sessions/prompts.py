@@ -18,7 +18,7 @@ from office.models import Channel
 from . import context, history, relevance
 from .models import ContextPolicy, MemoryItem, Message, RecallTerm, Session, SummaryVersion, Task
 from .policy import Policy, default_policy, with_overrides
-from .services import record_from_row, task_messages
+from .services import records_of, task_messages
 
 # Recall reads at most this many postings for at most this many instruction terms.
 RECALL_TERMS = 8
@@ -102,7 +102,7 @@ def load_prompt_inputs(
 
     # Everything not yet summarized, before the current task: the window and any pending digests.
     rows = task_messages(session, turn__gt=summarized_through, turn__lt=turn)
-    tasks = tuple(history.group_tasks([record_from_row(row) for row in rows]))
+    tasks = tuple(history.group_tasks(records_of(rows)))
 
     previous_report = (
         Task.objects.filter(session=session, turn__lt=turn, prompt_report__isnull=False)
@@ -173,16 +173,17 @@ def find_recall_candidates(session: Session, instruction: str, *, through: int) 
     best = sorted(eligible, key=lambda t: (-scores[t], -t))[:RECALL_CANDIDATES]
     if not best:
         return []
-    rows = task_messages(session, turn__in=best).filter(role__in=[Message.Role.USER, Message.Role.ASSISTANT])
-    by_turn: dict[int, list[history.Record]] = {}
-    for row in rows:
-        by_turn.setdefault(row.turn, []).append(record_from_row(row))
+    by_turn: dict[int, list[tuple[str, str, str]]] = {}
+    for turn, role, content, coworker in exchanges(session.pk, best):
+        by_turn.setdefault(turn, []).append((role, content, coworker))
     candidates = []
     for turn in best:
-        task = history.TaskRecords(turn=turn, records=tuple(by_turn.get(turn, ())))
-        who = next((r.coworker for r in task.records if r.coworker), None)
+        said = by_turn.get(turn, [])
+        instruction = next((content for role, content, _ in said if role == Message.Role.USER), "")
+        answers = [(content, who) for role, content, who in said if role == Message.Role.ASSISTANT and content.strip()]
+        answer, who = answers[-1] if answers else ("", "")
         coverage = covered[turn] / vocabulary if vocabulary else 0.0
-        candidates.append(context.RecallCandidate(turn, task.instruction, task.final_answer, who, coverage))
+        candidates.append(context.RecallCandidate(turn, instruction, answer, who or None, coverage))
     return candidates
 
 
@@ -205,6 +206,20 @@ def newest_postings(session_id: int, terms: list[str], *, through: int) -> list[
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
         return [(term, turn, weight) for term, turn, weight in cursor.fetchall()]
+
+
+def exchanges(session_id: int, turns: list[int]) -> list[tuple[int, str, str, str]]:
+    """(turn, role, content, coworker) of the user and assistant messages of a few tasks, in
+    chain order: only what a recalled line shows. Plain SQL, as above: recall is the part of
+    a build that long sessions add, and the ORM takes longer to compose this than to run it."""
+    table = Message._meta.db_table
+    sql = (
+        f"SELECT turn, role, content, coworker FROM {table} WHERE session_id = %s AND turn IN "
+        f"({', '.join(['%s'] * len(turns))}) AND role IN (%s, %s) ORDER BY turn, position"
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [session_id, *turns, Message.Role.USER, Message.Role.ASSISTANT])
+        return cursor.fetchall()
 
 
 def index_task_terms(session: Session, task: history.TaskRecords) -> None:

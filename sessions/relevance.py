@@ -7,6 +7,7 @@ the offline responder, so all of them agree on what "the same words" means.
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections import Counter
@@ -40,6 +41,8 @@ _TOKEN = re.compile(
 _DOUBLE = re.compile(r"([bdfgkmnprt])\1$")
 
 
+# Every prompt build tokenizes memory items and recalled answers again, in the same vocabulary.
+@functools.lru_cache(maxsize=65_536)
 def stem(word: str) -> str:
     """A light, predictable English stemmer: agree/agreed/agrees/agreeing all give "agre"."""
     if any(ch.isdigit() for ch in word) or len(word) <= 3:

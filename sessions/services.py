@@ -164,6 +164,31 @@ def load_records(session: Session) -> list[history.Record]:
     return history.order_chain(record_from_row(row) for row in rows)
 
 
+# What a Record needs of a Message row, read as plain values: building a model instance
+# for every row would cost more than the prompt built from them (sessions.prompts).
+RECORD_COLUMNS = ("id", "previous_id", "turn", "role", "content", "coworker", "created_at", "tool_calls", "tool_call_id")
+
+
+def records_of(rows: QuerySet[Message]) -> list[history.Record]:
+    """The rows' Records, in the queryset's order, without building Message instances."""
+    return [
+        history.Record(
+            id=str(id_),
+            previous=str(previous) if previous else None,
+            turn=turn,
+            role=role,
+            content=content,
+            coworker=coworker or None,
+            created_at=created_at,
+            tool_calls=_tool_calls_from_json(tool_calls),
+            tool_call_id=tool_call_id or None,
+        )
+        for id_, previous, turn, role, content, coworker, created_at, tool_calls, tool_call_id in rows.values_list(
+            *RECORD_COLUMNS
+        )
+    ]
+
+
 def record_from_row(row: Message) -> history.Record:
     return history.Record(
         id=str(row.id),
@@ -173,11 +198,13 @@ def record_from_row(row: Message) -> history.Record:
         content=row.content,
         coworker=row.coworker or None,
         created_at=row.created_at,
-        tool_calls=tuple(
-            history.ToolCall(id=call["id"], name=call["name"], args=call.get("args", {})) for call in row.tool_calls
-        ),
+        tool_calls=_tool_calls_from_json(row.tool_calls),
         tool_call_id=row.tool_call_id or None,
     )
+
+
+def _tool_calls_from_json(calls: list[dict]) -> tuple[history.ToolCall, ...]:
+    return tuple(history.ToolCall(id=call["id"], name=call["name"], args=call.get("args", {})) for call in calls)
 
 
 def _tool_call_to_json(call: history.ToolCall) -> dict:

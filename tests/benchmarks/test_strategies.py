@@ -170,7 +170,8 @@ def test_the_targets_are_judged_on_the_builders_english_runs():
 @pytest.mark.django_db
 def test_it_runs_the_benchmark_and_writes_json(tmp_path):
     out = io.StringIO()
-    call_command("bench_context", "--quick", "--language", "en", "--out", str(tmp_path), stdout=out)
+    # Two passes: the real builder must build the same prompts again (its times are the fastest of both).
+    call_command("bench_context", "--quick", "--language", "en", "--passes", "2", "--out", str(tmp_path), stdout=out)
     printed = out.getvalue()
     assert "English, N=10" in printed and "English, N=50" in printed and "Targets" in printed
     assert "full_history" in printed and "hermes" in printed
@@ -179,6 +180,7 @@ def test_it_runs_the_benchmark_and_writes_json(tmp_path):
     assert len(list(tmp_path.glob("bench_context-*.json"))) == 1
     assert latest["sizes"] == [10, 20, 50] and latest["languages"] == ["en"]
     assert {"generated_at", "seed", "builder_available", "cost_model", "runs", "targets"} <= latest.keys()
+    assert latest["timing_passes"] == 2
     assert [run["tasks"] for run in latest["runs"]] == [10, 20, 50]
     for run in latest["runs"]:
         assert {"full_history", "hermes"} <= run["strategies"].keys()
@@ -198,3 +200,35 @@ def test_it_refuses_sizes_that_are_not_task_counts(tmp_path):
 
     with pytest.raises(CommandError):
         call_command("bench_context", "--sizes", "10,zero", "--out", str(tmp_path), stdout=io.StringIO())
+
+
+class PassTimedBuilder(WindowBuilder):
+    """Builds the same prompts every pass; its build times come from a script, one list per pass."""
+
+    timed = True
+    passes: list[list[float]] = []
+
+    def start(self, convo: Conversation) -> None:
+        super().start(convo)
+        self.seconds = PassTimedBuilder.passes.pop(0)
+
+    def request(self, turn: int, instruction: str) -> Request:
+        built = super().request(turn, instruction)
+        return Request(built.layers, self.seconds[turn - 1], folded=built.folded)
+
+
+def test_each_request_keeps_its_fastest_build_across_passes():
+    # The machine slowed down during the first half of pass 1 and the second half of pass 2.
+    PassTimedBuilder.passes = [[0.009] * 5 + [0.004] * 5, [0.004] * 5 + [0.008] * 5]
+    run = bench_context.run_size(conversation(10), [FullHistory, lambda: PassTimedBuilder(4)], timing_passes=2)
+
+    builder = run["strategies"]["builder_fb4"]
+    assert [round(row["build_ms"]) for row in builder["per_request"]] == [4] * 10
+    assert round(builder["build_ms"]["p95"]) == 4
+
+
+def test_a_builder_that_builds_different_prompts_on_another_pass_is_reported():
+    first = bench_context.run_strategy(WindowBuilder(4), conversation(10))
+    other = bench_context.run_strategy(WindowBuilder(4), conversation(20))
+    with pytest.raises(RuntimeError, match="not deterministic"):
+        bench_context.keep_fastest_builds(first, other)
