@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import logging
+from datetime import datetime, timedelta
 
 from django.db import transaction
 from django.utils import timezone
@@ -68,6 +69,23 @@ def extract_memory(*, task_id: int, provider: Provider | None = None) -> list[Me
         if not claimed:
             return []  # another delivery of this job did it
         return [apply_decision(decision, office_id=channel.office_id, task=task, actor=EXTRACTOR) for decision in decisions]
+
+
+def unextracted_tasks(now: datetime, *, older_than: timedelta, within: timedelta, limit: int = 200) -> list[int]:
+    """Tasks that finished between `within` and `older_than` ago and whose memory was never
+    extracted: the job's delivery was lost (the broker was away when the task finished).
+
+    Tasks stopped before they started are left out: nothing was worked on, nothing was
+    asked of memory (they never get an extraction). Older ones are left alone too: by
+    then a failure is not a lost delivery, and the model would be asked again and again.
+    """
+    lost = Task.objects.filter(
+        memory_extracted_at__isnull=True,
+        started_at__isnull=False,
+        finished_at__lt=now - older_than,
+        finished_at__gte=now - within,
+    )
+    return list(lost.order_by("finished_at").values_list("pk", flat=True)[:limit])
 
 
 def parse_candidates(text: str) -> list[extract.Candidate]:

@@ -112,6 +112,10 @@ class Task(models.Model):
                 fields=["status", "created_at"], name="task_unfinished",
                 condition=Q(status__in=["queued", "running"]),
             ),
+            # The sweeper's look for memory extractions that never ran (their delivery was lost).
+            models.Index(
+                fields=["finished_at"], name="task_unextracted", condition=Q(memory_extracted_at__isnull=True)
+            ),
         ]
 
     def __str__(self) -> str:

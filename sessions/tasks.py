@@ -8,6 +8,7 @@ import logging
 from datetime import timedelta
 
 from django.conf import settings
+from django.core.cache import cache
 from django.utils import timezone
 
 from coworkers.providers import ProviderError
@@ -16,6 +17,11 @@ from office.background import job
 from . import folding, memory, nudge, pipeline
 
 log = logging.getLogger(__name__)
+
+# Finished tasks whose memory extraction never ran are sent again for this long after they
+# finished, at most this often each.
+MEMORY_SWEEP_WITHIN = timedelta(hours=1)
+MEMORY_RESEND_SPACING = timedelta(minutes=5)
 
 
 @job(retry_on=(ProviderError,), max_retries=5)
@@ -42,12 +48,26 @@ def check_nudge(session_id: int, trigger: str, language: str = "en") -> None:
 @job()
 def requeue_stalled_tasks() -> int:
     """Run by Celery beat in production (every REQUEUE_EVERY_SECONDS): send again the tasks whose
-    delivery was lost (a broker restart empties its queues) or whose worker died. Returns how many."""
+    delivery was lost (a broker restart empties its queues) or whose worker died, and memory
+    extractions whose delivery was lost. Returns how many tasks it sent again."""
     # STALLED_AFTER_SECONDS: long enough that a normal delivery (or its wait behind an earlier
     # task of the session) would have claimed the task.
-    stalled = pipeline.stalled_tasks(timezone.now(), queued_for=timedelta(seconds=settings.STALLED_AFTER_SECONDS))
+    now, stalled_after = timezone.now(), timedelta(seconds=settings.STALLED_AFTER_SECONDS)
+    stalled = pipeline.stalled_tasks(now, queued_for=stalled_after)
     for task_id in stalled:
         run_task.enqueue(task_id)
     if stalled:
         log.warning("sent %d stalled task(s) again: %s", len(stalled), stalled[:20])
+    # Memory extraction is lost the same way. Each is sent again at most every MEMORY_RESEND_SPACING,
+    # so a model that keeps failing is not asked every sweep. (Folds need no sweep: the next task's
+    # upkeep asks for any fold still due.)
+    lost = [
+        task_id
+        for task_id in memory.unextracted_tasks(now, older_than=stalled_after, within=MEMORY_SWEEP_WITHIN)
+        if cache.add(f"memory-resent:{task_id}", True, timeout=MEMORY_RESEND_SPACING.total_seconds())
+    ]
+    for task_id in lost:
+        extract_task_memory.enqueue(task_id)
+    if lost:
+        log.warning("sent %d lost memory extraction(s) again: tasks %s", len(lost), lost[:20])
     return len(stalled)

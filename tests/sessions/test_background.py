@@ -6,10 +6,14 @@ import sys
 import time
 from pathlib import Path
 
-import pytest
-from django.db import connection
+from datetime import timedelta
 
-from sessions import services, upkeep
+import pytest
+from django.core.cache import cache
+from django.db import connection
+from django.utils import timezone
+
+from sessions import memory, services, tasks, upkeep
 from sessions.models import MemoryItem, SummaryVersion, Task
 from tests.conftest import requires_postgres, requires_redis
 from tests.sessions.test_prompts import imported
@@ -71,3 +75,58 @@ def _database_url(db: dict) -> str:
     user = db["USER"] or "postgres"
     auth = f"{user}:{db['PASSWORD']}@" if db["PASSWORD"] else f"{user}@"
     return f"postgres://{auth}{db['HOST'] or '127.0.0.1'}:{db['PORT'] or 5432}/{db['NAME']}"
+
+
+def lost_extraction(session, *, instruction: str, finished_ago: timedelta, started: bool = True) -> Task:
+    """A finished task whose memory-extraction job never arrived (the broker was away)."""
+    task, _ = services.start_task(session=session, instruction=instruction)
+    services.append_message(session=session, turn=task.turn, role="assistant", content="Noted.", coworker="mina")
+    finished = timezone.now() - finished_ago
+    Task.objects.filter(pk=task.pk).update(
+        status=Task.Status.DONE if started else Task.Status.STOPPED,
+        started_at=finished - timedelta(seconds=5) if started else None,
+        finished_at=finished,
+    )
+    cache.delete(f"memory-resent:{task.pk}")  # ids come back between tests; the cache outlives them
+    return task
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_sweeper_extracts_the_memory_of_a_task_whose_job_was_lost(settings, direct_channel):
+    settings.BACKGROUND_WORK = "inprocess"
+    session = services.get_active_session(channel=direct_channel)
+    task = lost_extraction(session, instruction="Remember that our launch is on May 4.", finished_ago=timedelta(minutes=2))
+
+    tasks.requeue_stalled_tasks()
+
+    assert wait_for(lambda: MemoryItem.objects.filter(text__contains="May 4").exists())
+    assert Task.objects.get(pk=task.pk).memory_extracted_at is not None
+
+
+@pytest.mark.django_db
+def test_the_sweeper_chooses_only_recently_finished_tasks_never_extracted(direct_channel):
+    session = services.get_active_session(channel=direct_channel)
+    lost = lost_extraction(session, instruction="Remember the venue is Hall B.", finished_ago=timedelta(minutes=5))
+    lost_extraction(session, instruction="Just finished; its job may be on its way.", finished_ago=timedelta(seconds=10))
+    lost_extraction(session, instruction="Finished yesterday.", finished_ago=timedelta(days=1))
+    lost_extraction(session, instruction="Stopped before anyone started.", finished_ago=timedelta(minutes=5), started=False)
+    done = lost_extraction(session, instruction="Already extracted.", finished_ago=timedelta(minutes=5))
+    Task.objects.filter(pk=done.pk).update(memory_extracted_at=timezone.now())
+
+    chosen = memory.unextracted_tasks(timezone.now(), older_than=timedelta(minutes=1), within=timedelta(hours=1))
+
+    assert chosen == [lost.pk]
+
+
+@pytest.mark.django_db
+def test_the_sweeper_sends_a_lost_extraction_again_at_most_every_few_minutes(direct_channel, monkeypatch):
+    # A model that keeps failing must not be asked again at every sweep (every 30 seconds).
+    session = services.get_active_session(channel=direct_channel)
+    lost = lost_extraction(session, instruction="Remember the venue is Hall B.", finished_ago=timedelta(minutes=5))
+    sent = []
+    monkeypatch.setattr(tasks.extract_task_memory, "enqueue", sent.append)
+
+    tasks.requeue_stalled_tasks()
+    tasks.requeue_stalled_tasks()
+
+    assert sent == [lost.pk]
