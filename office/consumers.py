@@ -77,6 +77,10 @@ class StaysJoined(AsyncJsonWebsocketConsumer):
                 # Redis away: this socket's receive fails too and the page reconnects. The database
                 # away: the next round catches up.
                 log.warning("%s: could not re-join or catch up: %s", self.group, error)
+            except Exception:
+                # Anything else is a bug to see in the log, but not a reason to stop re-joining:
+                # a socket that stops re-joining goes quiet for good after the next Redis restart.
+                log.exception("%s: re-join or catch-up failed", self.group)
 
     async def rejoined(self) -> None:
         """After each re-join: send what may have been missed meanwhile."""

@@ -78,3 +78,28 @@ async def test_a_socket_whose_group_redis_forgot_joins_again_and_sends_what_it_m
     later = await database_sync_to_async(events.send_event)(direct_channel.pk, "task", id=1, status="running")
     assert (await socket.receive_json_from(timeout=5))["seq"] == later
     assert await socket.receive_nothing(timeout=0.5)
+
+
+@pytest.mark.asyncio
+async def test_a_socket_keeps_re_joining_after_an_unexpected_error(
+    bob, direct_channel, enter, nudge_checks, monkeypatch, settings
+):
+    settings.CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
+    monkeypatch.setattr(consumers, "REJOIN_SECONDS", 0.2)
+    real_catch_up = consumers.ChannelConsumer.rejoined
+    failures = []
+
+    async def fails_once(self):
+        if not failures:
+            failures.append("boom")
+            raise RuntimeError("a bug in the catch-up")
+        await real_catch_up(self)
+
+    monkeypatch.setattr(consumers.ChannelConsumer, "rejoined", fails_once)
+    socket, frame = await enter(bob, direct_channel)
+    get_channel_layer().groups.pop(events.channel_group(direct_channel.pk), None)
+    seq = await database_sync_to_async(events.send_event)(direct_channel.pk, "task", id=1, status="queued")
+
+    # The first round fails; a later one joins again and sends what was missed.
+    missed = await socket.receive_json_from(timeout=5)
+    assert failures and missed["seq"] == seq
