@@ -9,6 +9,7 @@ import asyncio
 import json
 import logging
 import re
+from functools import partial
 from typing import Any
 
 from asgiref.sync import sync_to_async
@@ -285,11 +286,15 @@ def post_instruction(*, channel_id: int, user_id: int, text: str, client_id: str
     """Store the instruction; return the channel's stored events after seq `after` (its acknowledgement)."""
     try:
         channel = Channel.objects.select_related("office", "coworker").get(pk=channel_id)
-        # A resend of a stored instruction creates nothing, so it costs nothing: a tab that
-        # reconnects and resends its unacknowledged instructions is never refused for it.
-        if not (client_id and Task.objects.filter(session__channel=channel, client_id=client_id).exists()):
-            check_instruction_rate(user_id)
-        pipeline.post_instruction(channel=channel, text=text, client_id=client_id, language=language)
+        # Counted only for a new instruction: a tab that reconnects and resends its
+        # unacknowledged instructions is never refused for it.
+        pipeline.post_instruction(
+            channel=channel,
+            text=text,
+            client_id=client_id,
+            language=language,
+            admit=partial(check_instruction_rate, user_id),
+        )
         return events.events_after(channel_id, after, RESYNC_PAGE)
     finally:
         # A thread of the loop's general pool, not a database thread: it must not keep a connection.

@@ -75,11 +75,14 @@ def post_instruction(
     handed_off_from: Task | None = None,
     provider: Provider | None = None,
     language: str = "en",
+    admit: Callable[[], None] | None = None,
 ) -> Task:
     """Store an instruction as a new task of the channel's active session and start the work.
 
     A resend with the same `client_id` returns the task it already created. `language`
     is the one the long-conversation nudge is shown in, if this task makes it due.
+    `admit` is called once the instruction is known to be new, before anything is
+    stored; it may raise to refuse it (the sender's rate limit: a resend costs nothing).
     """
     text = text.strip()
     if not text:
@@ -89,6 +92,8 @@ def post_instruction(
     client_id = client_id[:64]
     if client_id and (existing := Task.objects.filter(session__channel=channel, client_id=client_id).first()):
         return existing
+    if admit is not None:
+        admit()
     responders = [coworker] if coworker else choose_responders(channel, text, provider or get_provider())
     try:
         with transaction.atomic():

@@ -69,7 +69,7 @@ def start_task(*, session: Session, instruction: str, **task_fields) -> tuple[Ta
     """
     if not instruction.strip():
         raise ValueError("An instruction needs some text.")
-    with transaction.atomic():
+    with transaction.atomic(savepoint=False):  # as events.send_event: nobody goes on after a failure
         _lock_active(session)
         last = Task.objects.filter(session=session).order_by("-turn").values_list("turn", flat=True).first()
         task = Task.objects.create(session=session, turn=(last or 0) + 1, **task_fields)
