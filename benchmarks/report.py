@@ -188,16 +188,22 @@ def keep_fastest_builds(summary: dict, again: dict) -> None:
     This machine's speed drifts: for tens of seconds at a time every build runs up to half
     again slower (CPU time and wall time alike), which no repeat within one request can
     avoid. Requests of another pass land in other stretches, so the fastest across passes
-    measures the builder. The prompts themselves must not differ between passes.
+    measures the builder. The prompts must not differ between passes (compared by their
+    layers' sizes and shared prefix, which is what the rows keep of them).
     """
     rows, other = summary["per_request"], again["per_request"]
-    if [row["chars"] for row in rows] != [row["chars"] for row in other]:
-        raise RuntimeError(f"{summary['name']}: a second pass built different prompts; the builder is not deterministic")
+    if [_shape(row) for row in rows] != [_shape(row) for row in other]:
+        raise RuntimeError(f"{summary['name']}: another pass built different prompts; the builder is not deterministic")
     for row, repeat in zip(rows, other):
         row["build_ms"] = min(row["build_ms"], repeat["build_ms"])
     build = [row["build_ms"] for row in rows]
     summary["build_ms"] = {"p50": percentile(build, 50), "p95": percentile(build, 95), "max": max(build)}
     summary["seconds"] += again["seconds"]
+
+
+def _shape(row: dict) -> tuple:
+    """What a pass must repeat of a request: its size, layer by layer, and what it shares with the one before."""
+    return row["chars"], row["prefix_chars"], sorted(row["layers"].items())
 
 
 def _mean(values) -> float | None:

@@ -59,7 +59,8 @@ def send_event(channel_id: int, event_type: str, **payload: Any) -> int:
     `seq`, once the transaction commits. Returns the seq.
 
     Runs inside the caller's transaction, so the event exists exactly when the change it reports
-    does. A `message` event also gets `html`: the message rendered once, here, so every frame of
+    does, and without a savepoint of its own: a caller that catches its failure and goes on
+    must open a savepoint (an inner `atomic()`) around the call. A `message` event also gets `html`: the message rendered once, here, so every frame of
     it, live or replayed, carries the same sanitized markup.
     """
     from .models import Channel, ChannelEvent

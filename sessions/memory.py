@@ -75,13 +75,14 @@ def unextracted_tasks(now: datetime, *, older_than: timedelta, within: timedelta
     """Tasks that finished between `within` and `older_than` ago and whose memory was never
     extracted: the job's delivery was lost (the broker was away when the task finished).
 
-    Tasks stopped before they started are left out: nothing was worked on, nothing was
-    asked of memory (they never get an extraction). Older ones are left alone too: by
-    then a failure is not a lost delivery, and the model would be asked again and again.
+    Only tasks a worker claimed (`attempts`): one stopped before it started never gets an
+    extraction, and an imported one is extracted by the import itself, in order. Older ones
+    are left alone too: by then a failure is not a lost delivery, and the model would be
+    asked again and again.
     """
     lost = Task.objects.filter(
         memory_extracted_at__isnull=True,
-        started_at__isnull=False,
+        attempts__gt=0,
         finished_at__lt=now - older_than,
         finished_at__gte=now - within,
     )

@@ -180,10 +180,10 @@ def find_recall_candidates(session: Session, instruction: str, *, through: int) 
     for turn in best:
         said = by_turn.get(turn, [])
         instruction = next((content for role, content, _ in said if role == Message.Role.USER), "")
-        answers = [(content, who) for role, content, who in said if role == Message.Role.ASSISTANT and content.strip()]
-        answer, who = answers[-1] if answers else ("", "")
+        answers = [content for role, content, _ in said if role == Message.Role.ASSISTANT and content.strip()]
+        who = next((coworker for _, _, coworker in said if coworker), None)  # as the task's digest names it
         coverage = covered[turn] / vocabulary if vocabulary else 0.0
-        candidates.append(context.RecallCandidate(turn, instruction, answer, who or None, coverage))
+        candidates.append(context.RecallCandidate(turn, instruction, answers[-1] if answers else "", who, coverage))
     return candidates
 
 

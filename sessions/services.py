@@ -65,7 +65,9 @@ def end_active_session(*, channel: Channel) -> int:
 def start_task(*, session: Session, instruction: str, **task_fields) -> tuple[Task, Message]:
     """Store a new instruction as the next task, before any model sees it.
 
-    `task_fields` are the Task's own (coworker, client_id, origin, handed_off_from).
+    `task_fields` are the Task's own (coworker, client_id, origin, handed_off_from). No
+    savepoint of its own inside the caller's transaction: a caller that catches its failure
+    and goes on must open one around the call.
     """
     if not instruction.strip():
         raise ValueError("An instruction needs some text.")

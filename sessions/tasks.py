@@ -18,8 +18,10 @@ from . import folding, memory, nudge, pipeline
 
 log = logging.getLogger(__name__)
 
-# Finished tasks whose memory extraction never ran are sent again for this long after they
-# finished, at most this often each.
+# A finished task whose memory extraction has not run after MEMORY_LOST_AFTER (longer than a
+# busy queue keeps a job waiting) is sent again, until MEMORY_SWEEP_WITHIN after it finished,
+# at most every MEMORY_RESEND_SPACING.
+MEMORY_LOST_AFTER = timedelta(minutes=10)
 MEMORY_SWEEP_WITHIN = timedelta(hours=1)
 MEMORY_RESEND_SPACING = timedelta(minutes=5)
 
@@ -63,7 +65,7 @@ def requeue_stalled_tasks() -> int:
     # upkeep asks for any fold still due.)
     lost = [
         task_id
-        for task_id in memory.unextracted_tasks(now, older_than=stalled_after, within=MEMORY_SWEEP_WITHIN)
+        for task_id in memory.unextracted_tasks(now, older_than=MEMORY_LOST_AFTER, within=MEMORY_SWEEP_WITHIN)
         if cache.add(f"memory-resent:{task_id}", True, timeout=MEMORY_RESEND_SPACING.total_seconds())
     ]
     for task_id in lost:

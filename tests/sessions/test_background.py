@@ -4,9 +4,8 @@ import os
 import subprocess
 import sys
 import time
-from pathlib import Path
-
 from datetime import timedelta
+from pathlib import Path
 
 import pytest
 from django.core.cache import cache
@@ -84,6 +83,7 @@ def lost_extraction(session, *, instruction: str, finished_ago: timedelta, start
     finished = timezone.now() - finished_ago
     Task.objects.filter(pk=task.pk).update(
         status=Task.Status.DONE if started else Task.Status.STOPPED,
+        attempts=1 if started else 0,
         started_at=finished - timedelta(seconds=5) if started else None,
         finished_at=finished,
     )
@@ -95,7 +95,7 @@ def lost_extraction(session, *, instruction: str, finished_ago: timedelta, start
 def test_the_sweeper_extracts_the_memory_of_a_task_whose_job_was_lost(settings, direct_channel):
     settings.BACKGROUND_WORK = "inprocess"
     session = services.get_active_session(channel=direct_channel)
-    task = lost_extraction(session, instruction="Remember that our launch is on May 4.", finished_ago=timedelta(minutes=2))
+    task = lost_extraction(session, instruction="Remember that our launch is on May 4.", finished_ago=timedelta(minutes=15))
 
     tasks.requeue_stalled_tasks()
 
@@ -112,6 +112,9 @@ def test_the_sweeper_chooses_only_recently_finished_tasks_never_extracted(direct
     lost_extraction(session, instruction="Stopped before anyone started.", finished_ago=timedelta(minutes=5), started=False)
     done = lost_extraction(session, instruction="Already extracted.", finished_ago=timedelta(minutes=5))
     Task.objects.filter(pk=done.pk).update(memory_extracted_at=timezone.now())
+    # Imported: never claimed by a worker; the import extracts it itself, in order.
+    imported_task = lost_extraction(session, instruction="Imported an hour's history.", finished_ago=timedelta(minutes=5))
+    Task.objects.filter(pk=imported_task.pk).update(attempts=0)
 
     chosen = memory.unextracted_tasks(timezone.now(), older_than=timedelta(minutes=1), within=timedelta(hours=1))
 
@@ -122,7 +125,7 @@ def test_the_sweeper_chooses_only_recently_finished_tasks_never_extracted(direct
 def test_the_sweeper_sends_a_lost_extraction_again_at_most_every_few_minutes(direct_channel, monkeypatch):
     # A model that keeps failing must not be asked again at every sweep (every 30 seconds).
     session = services.get_active_session(channel=direct_channel)
-    lost = lost_extraction(session, instruction="Remember the venue is Hall B.", finished_ago=timedelta(minutes=5))
+    lost = lost_extraction(session, instruction="Remember the venue is Hall B.", finished_ago=timedelta(minutes=15))
     sent = []
     monkeypatch.setattr(tasks.extract_task_memory, "enqueue", sent.append)
 

@@ -44,6 +44,7 @@ def test_it_reads_back_a_tool_round_trip_in_chain_order(session):
     assert records[1].tool_calls == (call,)
     assert history.find_faults(history.rebuild_messages(records).messages) == []
 
+
 def test_the_prompts_fast_read_gives_the_same_records_as_the_rows(session):
     # Prompts read plain values instead of Message instances; a field lost there would change every prompt.
     services.start_task(session=session, instruction="Which category has the most views?")
@@ -54,7 +55,6 @@ def test_the_prompts_fast_read_gives_the_same_records_as_the_rows(session):
     rows = services.task_messages(session, turn=1)
 
     assert services.records_of(rows) == [services.record_from_row(row) for row in rows]
-
 
 
 def test_it_rejects_a_tool_result_that_names_no_call(session):
