@@ -89,6 +89,21 @@ def test_an_instruction_sharing_only_a_stray_word_with_old_tasks_recalls_nothing
     assert count_queries(session, stray) == count_queries(session, relevant) - 1, "no old task's messages are read"
     assert prompts.build_for_task(session=session, instruction=stray, turn=41).report["recalled_tasks"] == []
 
+
+def test_it_recalls_an_old_task_as_its_instruction_its_final_answer_and_who_gave_it(office, mina, direct_channel):
+    session = imported(direct_channel, 40)
+    for task in history.group_tasks(services.load_records(session)):
+        prompts.index_task_terms(session, task)
+
+    candidates = prompts.find_recall_candidates(session, "What price did we agree for the Team plan?", through=32)
+
+    assert candidates
+    for candidate in candidates:
+        assert candidate.instruction == f"What should the Team plan cost? (task {candidate.turn})"
+        assert candidate.answer == "We agreed on $29 per month for the Team plan."  # not the tool call before it
+        assert candidate.coworker == "mina"
+
+
 def test_policy_overrides_layer_over_the_channel_kind(mina, direct_channel):
     assert prompts.resolve_policy(direct_channel, mina).detailed_chars == 20_000
     ContextPolicy.objects.create(coworker=mina, detailed_tasks=5)
