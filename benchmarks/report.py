@@ -211,16 +211,29 @@ def _mean(values) -> float | None:
     return sum(values) / len(values) if values else None
 
 
-def run_size(conversation: Conversation, factories: Sequence[Callable[[], Any]], *, timing_passes: int = 1) -> dict:
+def run_size(
+    conversation: Conversation,
+    factories: Sequence[Callable[[], Any]],
+    *,
+    timing_passes: int = 1,
+    timing_seconds: float = 0.0,
+) -> dict:
     """Every strategy through the conversation. Strategies that time their builds (`timed`) go
-    through it `timing_passes` times; each request keeps its fastest build across the passes."""
+    through it `timing_passes` times, and again until `timing_seconds` have gone by (a short
+    conversation passes in a second, inside one slow stretch of the machine); each request
+    keeps its fastest build across the passes."""
     history_chars = sum(len(record.content) for record in conversation.records)
     strategies: dict[str, dict] = {}
     for factory in factories:
         strategy = factory()
+        started = time.perf_counter()
         summary = run_strategy(strategy, conversation)
-        for _ in range(timing_passes - 1 if getattr(strategy, "timed", False) else 0):
+        passes = 1
+        timed = getattr(strategy, "timed", False)
+        while timed and (passes < timing_passes or time.perf_counter() - started < timing_seconds):
             keep_fastest_builds(summary, run_strategy(factory(), conversation))
+            passes += 1
+        summary["timing_passes"] = passes
         strategies[strategy.name] = summary
     full = strategies[FULL]
     for summary in strategies.values():
@@ -365,9 +378,9 @@ LEGEND = (
     "full history the last request and the total are; prefix: the mean share of a request without a fold that\n"
     "repeats the previous request's beginning (cacheable), folds: requests after a fold or compression; cost:\n"
     f"input price units with cache reads at {CACHE_READ}x and writes at {CACHE_WRITE}x; build ms (for the builder: with\n"
-    "the database load; each build timed 3 times in each of --passes passes, the fastest kept); facts kept in\n"
-    "the last request and where: m memory, s summary, r recent, c recalled, x missing; asked: questions about a\n"
-    "planted fact whose answer was in that request. hermes compresses at 50% of a 200K-token window\n"
+    "the database load; each build timed 3 times in each pass (--passes, --min-seconds), the fastest kept); facts\n"
+    "kept in the last request and where: m memory, s summary, r recent, c recalled, x missing; asked: questions\n"
+    "about a planted fact whose answer was in that request. hermes compresses at 50% of a 200K-token window\n"
     "(100,000 estimated tokens: about 400,000 English or 100,000 Chinese chars)."
 )
 

@@ -60,8 +60,10 @@ def send_event(channel_id: int, event_type: str, **payload: Any) -> int:
 
     Runs inside the caller's transaction, so the event exists exactly when the change it reports
     does, and without a savepoint of its own: a caller that catches its failure and goes on
-    must open a savepoint (an inner `atomic()`) around the call. A `message` event also gets `html`: the message rendered once, here, so every frame of
-    it, live or replayed, carries the same sanitized markup.
+    must open a savepoint (an inner `atomic()`) around the call.
+
+    A `message` event also gets `html`: the message rendered once, here, so every frame of it,
+    live or replayed, carries the same sanitized markup.
     """
     from .models import Channel, ChannelEvent
 

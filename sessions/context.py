@@ -419,7 +419,8 @@ def _render_levels(window: list[Record], current: list[Record], policy: Policy) 
     by_level = {}
     for turn, msgs in per_turn.items():
         digested = [_digest_tool_result(m, policy.tool_digest_chars) for m in msgs]
-        by_level[turn] = {FULL: msgs, TOOLS_DIGESTED: digested, SHORTENED: [_shorten_message(m, long_cap) for m in digested]}
+        shortened = [_shorten_message(m, long_cap) for m in digested]
+        by_level[turn] = {FULL: msgs, TOOLS_DIGESTED: digested, SHORTENED: shortened}
     # The current task's own tool results are capped too: one huge result must not flood the prompt.
     current_cap = max(policy.detailed_chars // 2, long_cap)
     current_messages = [_shorten_message(m, current_cap) if isinstance(m, ToolMessage) else m for m in current_messages]

@@ -171,7 +171,9 @@ def test_the_targets_are_judged_on_the_builders_english_runs():
 def test_it_runs_the_benchmark_and_writes_json(tmp_path):
     out = io.StringIO()
     # Two passes: the real builder must build the same prompts again (its times are the fastest of both).
-    call_command("bench_context", "--quick", "--language", "en", "--passes", "2", "--out", str(tmp_path), stdout=out)
+    call_command(
+        "bench_context", "--quick", "--language", "en", "--passes", "2", "--min-seconds", "0", "--out", str(tmp_path), stdout=out
+    )
     printed = out.getvalue()
     assert "English, N=10" in printed and "English, N=50" in printed and "Targets" in printed
     assert "full_history" in printed and "hermes" in printed
@@ -223,6 +225,7 @@ def test_each_request_keeps_its_fastest_build_across_passes():
     run = bench_context.run_size(conversation(10), [FullHistory, lambda: PassTimedBuilder(4)], timing_passes=2)
 
     builder = run["strategies"]["builder_fb4"]
+    assert builder["timing_passes"] == 2
     assert [round(row["build_ms"]) for row in builder["per_request"]] == [4] * 10
     assert round(builder["build_ms"]["p95"]) == 4
 
@@ -235,6 +238,17 @@ class ForgetfulBuilder(WindowBuilder):
         if turn == 5:
             built.layers["recent"] = ""
         return built
+
+
+def test_a_short_conversation_is_timed_over_more_passes_until_the_minimum_time_has_gone_by():
+    # Ten requests pass in a moment, inside whatever slow stretch the machine is in.
+    PassTimedBuilder.passes = [[0.001] * 10 for _ in range(1_000)]
+    run = bench_context.run_size(
+        conversation(10), [FullHistory, lambda: PassTimedBuilder(4)], timing_passes=2, timing_seconds=0.2
+    )
+
+    assert run["strategies"]["builder_fb4"]["timing_passes"] > 2
+    assert run["strategies"]["full_history"]["timing_passes"] == 1  # baselines are not timed
 
 
 def test_a_builder_that_builds_different_prompts_on_another_pass_is_reported():

@@ -46,13 +46,27 @@ class Command(BaseCommand):
             "--passes", type=int, default=3,
             help="passes of the builder through each conversation; each build keeps its fastest time (default: %(default)s)",
         )
+        parser.add_argument(
+            "--min-seconds", type=float, default=10.0,
+            help="and more passes until this long has gone by, so a short conversation is not timed inside one "
+            "slow stretch of the machine (default: %(default)s)",
+        )
         parser.add_argument("--quick", action="store_true", help=f"sizes {','.join(map(str, QUICK_SIZES))} only (smoke test)")
 
     def handle(
-        self, *args, sizes: str, language: str, seed: int, out: str | None, quick: bool, passes: int, **options
+        self,
+        *args,
+        sizes: str,
+        language: str,
+        seed: int,
+        out: str | None,
+        quick: bool,
+        passes: int,
+        min_seconds: float,
+        **options,
     ) -> None:
-        if passes < 1:
-            raise CommandError("--passes must be at least 1.")
+        if passes < 1 or min_seconds < 0:
+            raise CommandError("--passes must be at least 1 and --min-seconds at least 0.")
         size_list = list(QUICK_SIZES) if quick else parse_sizes(sizes)
         languages = ["en", "zh"] if language == "both" else [language]
         factories, builder_problem = strategy_factories()
@@ -68,7 +82,7 @@ class Command(BaseCommand):
                 conversation = generate_conversation(size, language=lang, seed=seed)
                 # Timed as in production: DEBUG's query log (on by default here) costs every query time.
                 with override_settings(DEBUG=False):
-                    run = run_size(conversation, factories, timing_passes=passes)
+                    run = run_size(conversation, factories, timing_passes=passes, timing_seconds=min_seconds)
                 runs.append(run)
                 self.stdout.write(format_run(run))
                 self.stdout.flush()
@@ -81,6 +95,7 @@ class Command(BaseCommand):
             "generated_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
             "seed": seed,
             "timing_passes": passes,
+            "timing_min_seconds": min_seconds,
             "sizes": size_list,
             "languages": languages,
             "builder_available": not builder_problem,
