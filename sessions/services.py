@@ -173,35 +173,25 @@ RECORD_COLUMNS = ("id", "previous_id", "turn", "role", "content", "coworker", "c
 
 def records_of(rows: QuerySet[Message]) -> list[history.Record]:
     """The rows' Records, in the queryset's order, without building Message instances."""
-    return [
-        history.Record(
-            id=str(id_),
-            previous=str(previous) if previous else None,
-            turn=turn,
-            role=role,
-            content=content,
-            coworker=coworker or None,
-            created_at=created_at,
-            tool_calls=_tool_calls_from_json(tool_calls),
-            tool_call_id=tool_call_id or None,
-        )
-        for id_, previous, turn, role, content, coworker, created_at, tool_calls, tool_call_id in rows.values_list(
-            *RECORD_COLUMNS
-        )
-    ]
+    return [_record(*values) for values in rows.values_list(*RECORD_COLUMNS)]
 
 
 def record_from_row(row: Message) -> history.Record:
+    return _record(*(getattr(row, column) for column in RECORD_COLUMNS))
+
+
+def _record(id_, previous, turn, role, content, coworker, created_at, tool_calls, tool_call_id) -> history.Record:
+    """A Record from a Message row's RECORD_COLUMNS, in that order."""
     return history.Record(
-        id=str(row.id),
-        previous=str(row.previous_id) if row.previous_id else None,
-        turn=row.turn,
-        role=row.role,
-        content=row.content,
-        coworker=row.coworker or None,
-        created_at=row.created_at,
-        tool_calls=_tool_calls_from_json(row.tool_calls),
-        tool_call_id=row.tool_call_id or None,
+        id=str(id_),
+        previous=str(previous) if previous else None,
+        turn=turn,
+        role=role,
+        content=content,
+        coworker=coworker or None,
+        created_at=created_at,
+        tool_calls=_tool_calls_from_json(tool_calls),
+        tool_call_id=tool_call_id or None,
     )
 
 
