@@ -1,8 +1,8 @@
 """The app's own context builder as a benchmark strategy: the real database path, end to end.
 
 Each task is stored as the app stores it (the instruction first, then every
-step), the prompt is loaded and built as for a live task (timed, loading
-included), and after the task the same upkeep runs: the recall index, memory
+step), a prompt is loaded and built before each of its model calls as for a
+live task (timed, loading included), and after the task the same upkeep runs: the recall index, memory
 extraction and folds, with the offline responder. A scratch office holds it all
 and is deleted at the end.
 """
@@ -14,7 +14,7 @@ import uuid
 
 from langchain_core.messages import BaseMessage
 
-from benchmarks.metrics import Request
+from benchmarks.metrics import SEPARATOR, Request
 from coworkers.models import Coworker
 from coworkers.providers import OfflineResponder
 from office.models import Channel, Office
@@ -58,16 +58,29 @@ class BuilderStrategy:
 
     def request(self, turn: int, instruction: str) -> Request:
         task, _ = services.start_task(session=self.session, instruction=instruction)
+        self.stored = 1  # the instruction
+        request = self._build(turn, instruction)
+        # As the pipeline does at a task's first model call: its later calls show the same tail.
+        Task.objects.filter(pk=task.pk).update(prompt_report=request.details["report"])
+        return request
+
+    def step(self, turn: int, upto: int) -> Request:
+        """The next model call of the task's tool loop: its records so far are stored first."""
+        self._store(turn, upto)
+        return self._build(turn, self.tasks[turn].instruction)
+
+    def _build(self, turn: int, instruction: str) -> Request:
+        # The current task's records as the pipeline reads them, before each model call.
+        current = [services.record_from_row(row) for row in services.task_messages(self.session, turn=turn)][1:]
         # Loading and building has no side effects, so the same build is timed a few times and
         # the fastest kept (as timeit does): the slower runs measure the machine's other work
         # (other processes, a garbage collection), not the builder.
         timings = []
         for _ in range(BUILD_TIMINGS):
             started = time.perf_counter()
-            prompt = prompts.build_for_task(session=self.session, instruction=instruction, turn=turn)
+            prompt = prompts.build_for_task(session=self.session, instruction=instruction, turn=turn, current=current)
             timings.append(time.perf_counter() - started)
         build_seconds = min(timings)
-        Task.objects.filter(pk=task.pk).update(prompt_report=prompt.report)  # as build_for_stored_task does
         # A fold changes the prompt's front twice when it is early: tasks leave the window (the
         # plan's boundary moves; their digests wait in the summary layer), then the summary lands.
         # A batch fold runs before the next request, so both happen at once. Either is a fold.
@@ -76,8 +89,11 @@ class BuilderStrategy:
         self.summarized = fold
         return Request(layers=layers_of(prompt), build_seconds=build_seconds, folded=folded, details={"report": prompt.report})
 
-    def finish_task(self, turn: int) -> None:
-        for record in self.tasks[turn].records[1:]:  # the instruction is already stored
+    def _store(self, turn: int, upto: int | None = None) -> None:
+        """Store the task's records up to `upto` (all when None) that are not stored yet."""
+        records = self.tasks[turn].records
+        upto = len(records) if upto is None else upto
+        for record in records[self.stored : upto]:
             services.append_message(
                 session=self.session,
                 turn=turn,
@@ -87,6 +103,10 @@ class BuilderStrategy:
                 tool_call_id=record.tool_call_id or "",
                 coworker=record.coworker or "",
             )
+        self.stored = max(self.stored, upto)
+
+    def finish_task(self, turn: int) -> None:
+        self._store(turn)
         task = Task.objects.get(session=self.session, turn=turn)
         Task.objects.filter(pk=task.pk).update(status=Task.Status.DONE)
         # The same upkeep a live task gets, run inline instead of in the background.
@@ -113,9 +133,11 @@ def layers_of(prompt: context.Prompt) -> dict[str, str]:
     window = prompt.messages[: prompt.window_end + 1]
     rest = list(prompt.messages[prompt.window_end + 1 :])
     if rest and _text(rest[0]).startswith(context.RECALL_HEADER):
-        layers["recalled"] = _text(rest.pop(0))
-    layers["recent"] = "\n".join(_serialize(m) for m in window)
-    layers["current"] = "\n".join(_serialize(m) for m in rest)
+        layers["recalled"] = _serialize(rest.pop(0))
+    # Messages are joined as layers are, so a tail or a tool loop that moves into the window
+    # reads the same there: the next request begins with the whole previous one.
+    layers["recent"] = SEPARATOR.join(_serialize(m) for m in window)
+    layers["current"] = SEPARATOR.join(_serialize(m) for m in rest)
     return layers
 
 

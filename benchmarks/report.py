@@ -30,7 +30,7 @@ from benchmarks.metrics import (
     percentile,
     where_found,
 )
-from benchmarks.strategies import FullHistory, HermesCompactor, tasks_by_turn
+from benchmarks.strategies import FullHistory, HermesCompactor, model_calls, tasks_by_turn
 from sessions.policy import Policy, default_policy
 
 DEFAULT_SIZES = (10, 20, 50, 100, 200, 1000)
@@ -101,27 +101,31 @@ def run_strategy(strategy: Any, conversation: Conversation) -> dict:
     strategy.start(conversation)
     try:
         for turn in range(1, conversation.n_tasks + 1):
-            request = strategy.request(turn, tasks[turn].instruction)
-            text = request.text
-            prefix = common_prefix_chars(previous, text) if turn > 1 else 0
-            row = {
-                "turn": turn,
-                "chars": len(text),
-                "prefix_chars": prefix,
-                "prefix_share": prefix / len(text) if turn > 1 and text else None,
-                "cost": cost_units(len(text), prefix),
-                "build_ms": request.build_seconds * 1000,
-                "folded": bool(request.folded),
-                "layers": {name: len(value) for name, value in request.layers.items() if value},
-            }
-            if budget is not None:
-                fixed = len(request.layers.get("system", "")) + len(request.layers.get("current", ""))
-                row["limit"] = budget + fixed + 5 * len(SEPARATOR)  # and the separators between six layers
-            if turn in asked:
-                row["asked"] = {"turn": turn, "fact": asked[turn].key, "found": where_found(request.layers, asked[turn].needle)}
-            rows.append(row)
-            largest = text if len(text) >= len(largest) else largest
-            previous, last = text, request
+            # Every model call of the task: the first, then one after each batch of tool results.
+            for step, upto in enumerate(model_calls(tasks[turn])):
+                request = strategy.step(turn, upto) if step else strategy.request(turn, tasks[turn].instruction)
+                text = request.text
+                prefix = common_prefix_chars(previous, text) if previous else 0
+                row = {
+                    "turn": turn,
+                    "step": step,
+                    "chars": len(text),
+                    "prefix_chars": prefix,
+                    "prefix_share": prefix / len(text) if previous and text else None,
+                    "cost": cost_units(len(text), prefix),
+                    "build_ms": request.build_seconds * 1000,
+                    "folded": bool(request.folded),
+                    "layers": {name: len(value) for name, value in request.layers.items() if value},
+                }
+                if budget is not None:
+                    fixed = len(request.layers.get("system", "")) + len(request.layers.get("current", ""))
+                    row["limit"] = budget + fixed + 5 * len(SEPARATOR)  # and the separators between six layers
+                if turn in asked and not step:
+                    found = where_found(request.layers, asked[turn].needle)
+                    row["asked"] = {"turn": turn, "fact": asked[turn].key, "found": found}
+                rows.append(row)
+                largest = text if len(text) >= len(largest) else largest
+                previous, last = text, request
             strategy.finish_task(turn)
     finally:
         close = getattr(strategy, "close", None)
@@ -374,6 +378,7 @@ _GROUPS = [  # (title, first column, last column): a title over a span of column
     ("asked", 15, 15),
 ]
 LEGEND = (
+    "A request is one model call: a task's first, then one after each batch of its tool results.\n"
     "Columns: chars per request (max, mean, last) and for all requests (total); how much smaller than the\n"
     "full history the last request and the total are; prefix: the mean share of a request without a fold that\n"
     "repeats the previous request's beginning (cacheable), folds: requests after a fold or compression; cost:\n"

@@ -7,8 +7,14 @@ A strategy is driven like this, for turn = 1..N:
 
     strategy.start(conversation)
     request = strategy.request(turn, instruction)   # every task before `turn` is history
+    for upto in model_calls(task)[1:]:               # the task's tool loop: one more model call
+        request = strategy.step(turn, upto)          #   after each batch of tool results
     strategy.finish_task(turn)                       # task `turn` (all its records) is now history
     strategy.close()                                 # optional
+
+Every model call the product would make is a request: a task with two rounds of tool
+calls sends three, each with the task's records so far, and the next task's first
+request follows the last of them.
 
 Prompts are measured as text: each message rendered by render_record (or render_message,
 for langchain messages), messages and layers joined by metrics.SEPARATOR.
@@ -56,7 +62,23 @@ class Strategy(Protocol):
 
     def request(self, turn: int, instruction: str) -> Request: ...
 
+    def step(self, turn: int, upto: int) -> Request: ...
+
     def finish_task(self, turn: int) -> None: ...
+
+
+def model_calls(task: TaskRecords) -> list[int]:
+    """When the task's model calls happen, as how many of its records come before each:
+    1 (the instruction) for the first, then one after each batch of tool results."""
+    calls = [1]
+    records = task.records
+    for index, record in enumerate(records):
+        if record.role != "tool":
+            continue
+        ends_batch = index + 1 == len(records) or records[index + 1].role != "tool"
+        if ends_batch and index + 1 > calls[-1]:
+            calls.append(index + 1)
+    return calls
 
 
 # Rendering ----------------------------------------------------------------------
@@ -96,8 +118,9 @@ def render_message(message: BaseMessage) -> str:
     return f"[{message.type}]\n{content}"
 
 
-def render_task(task: TaskRecords) -> str:
-    return SEPARATOR.join(text for text in map(render_record, task.records) if text)
+def render_task(task: TaskRecords, upto: int | None = None) -> str:
+    """The task's records (the first `upto` of them), joined."""
+    return SEPARATOR.join(text for text in map(render_record, task.records[:upto]) if text)
 
 
 def tasks_by_turn(conversation: Conversation) -> dict[int, TaskRecords]:
@@ -118,8 +141,14 @@ class FullHistory:
         self._rendered: list[str] = []
 
     def request(self, turn: int, instruction: str) -> Request:
+        return self._build(render_user(instruction))
+
+    def step(self, turn: int, upto: int) -> Request:
+        return self._build(render_task(self._tasks[turn], upto))
+
+    def _build(self, current: str) -> Request:
         started = time.perf_counter()
-        layers = {"system": self._system, "recent": SEPARATOR.join(self._rendered), "current": render_user(instruction)}
+        layers = {"system": self._system, "recent": SEPARATOR.join(self._rendered), "current": current}
         return Request(layers=layers, build_seconds=time.perf_counter() - started)
 
     def finish_task(self, turn: int) -> None:
@@ -178,8 +207,9 @@ class HermesCompactor:
     tool result and tool call; then second sentences, second lines, ...), an evenly
     spread subset of the round that no longer fits, kept in conversation order.
 
-    Hermes checks before each model call; here, once per task, before its request. The
-    first messages are sent before the summary in Hermes; here they are part of the
+    Hermes checks before each model call, and so does this (the current task's own tool
+    loop stays whole: it is not history yet). The first messages are sent before the
+    summary in Hermes; here they are part of the
     `recent` layer (the layer order is fixed), which changes where a fact in them is
     reported and the cached prefix right after a compression by a few hundred characters.
     """
@@ -224,8 +254,13 @@ class HermesCompactor:
         return self._system_tokens + estimate_tokens(self._summary) + self._history_tokens + estimate_tokens(current)
 
     def request(self, turn: int, instruction: str) -> Request:
+        return self._build(render_user(instruction))
+
+    def step(self, turn: int, upto: int) -> Request:
+        return self._build(render_task(self._tasks[turn], upto))
+
+    def _build(self, current: str) -> Request:
         started = time.perf_counter()
-        current = render_user(instruction)
         folded = self.prompt_tokens(current) > self.threshold_tokens and self._compress()
         layers = {
             "system": self._system,

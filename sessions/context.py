@@ -147,6 +147,44 @@ class WindowPlan:
 
 
 @dataclass(frozen=True)
+class ShownTail:
+    """The tail block a task was shown (recalled tasks, fresh memory), kept in its report.
+
+    It stays in front of the task's instruction until the next fold, as it was
+    sent: the prompt is a record of what the model saw, so the next request
+    begins with the whole previous one, tool loop and tail included.
+    """
+
+    text: str
+    boundary: int  # the plan's boundary when it was shown
+    summarized_through: int  # and the summary's
+    recalled: tuple[int, ...] = ()
+    # Who was shown it: its fresh memory may be that coworker's own, so no one else is.
+    coworker: str = ""
+
+    def to_json(self) -> dict:
+        return {
+            "text": self.text,
+            "boundary": self.boundary,
+            "summarized_through": self.summarized_through,
+            "recalled": list(self.recalled),
+            "coworker": self.coworker,
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any] | None) -> ShownTail | None:
+        if not data:
+            return None
+        return cls(
+            text=data["text"],
+            boundary=int(data["boundary"]),
+            summarized_through=int(data["summarized_through"]),
+            recalled=tuple(int(t) for t in data.get("recalled", ())),
+            coworker=data.get("coworker", ""),
+        )
+
+
+@dataclass(frozen=True)
 class PromptInputs:
     policy: Policy
     system: str
@@ -163,6 +201,9 @@ class PromptInputs:
     recall: tuple[RecallCandidate, ...] = ()
     previous_plan: WindowPlan | None = None
     recall_chars: int = 3_000
+    # The tails earlier tasks (and, on a later step of its tool loop, the current task) were shown.
+    shown_tails: Mapping[int, ShownTail] = field(default_factory=dict)
+    coworker: str = ""  # the slug of who this prompt is for
 
 
 # Output -------------------------------------------------------------------
@@ -193,6 +234,16 @@ def build_prompt(inputs: PromptInputs) -> Prompt:
     instruction = Record(id=CURRENT_ID, previous=None, turn=inputs.turn, role="user", content=inputs.instruction)
     rendered = _render_levels(window_records, [instruction, *inputs.current], policy)
 
+    # Tails shown in this epoch stay where they were; the plan counts them with their tasks.
+    previous_boundary = inputs.previous_plan.boundary if inputs.previous_plan else None
+    epoch_tails = {
+        t: tail
+        for t, tail in inputs.shown_tails.items()
+        if t in by_turn
+        and tail.text
+        and tail.coworker == inputs.coworker
+        and (tail.boundary, tail.summarized_through) == (previous_boundary, inputs.summarized_through)
+    }
     plan = plan_window(
         policy=policy,
         sizes={turn: rendered.sizes[turn] for turn in by_turn},
@@ -200,7 +251,12 @@ def build_prompt(inputs: PromptInputs) -> Prompt:
         completed=completed,
         previous=inputs.previous_plan,
         notes=notes,
+        tail_chars={t: len(tail.text) for t, tail in epoch_tails.items()},
+        tail_estimate=_average_tail(inputs.shown_tails, by_turn),
     )
+    # A fold (batch or early) starts a new epoch: the prefix changes there anyway, and the
+    # tails go (their recalled tasks are in the summary; their fresh memory in layer 2 or the new tail).
+    kept_tails = {t: tail for t, tail in epoch_tails.items() if tail.boundary == plan.boundary and t in plan.levels}
     detailed_turns = sorted(plan.levels)
     digested_turns = [t for t in sorted(by_turn) if t <= plan.boundary]
 
@@ -221,11 +277,33 @@ def build_prompt(inputs: PromptInputs) -> Prompt:
     if summary_note:
         notes.append(summary_note)
 
-    # Layer 4: recent tasks in detail.
-    recent_messages = [m for t in detailed_turns for m in rendered.by_level[t][plan.levels[t]]]
+    # Layer 4: recent tasks in detail, each after the tail it was shown (this epoch).
+    recent_messages = []
+    for t in detailed_turns:
+        if t in kept_tails:
+            recent_messages.append(HumanMessage(kept_tails[t].text))
+        recent_messages.extend(rendered.by_level[t][plan.levels[t]])
 
     # Tail: recalled old tasks and fresh memory, between the window and the current task.
-    recalled_turns, recall_text = _recall_block(inputs.recall, fresh, inputs.instruction, inputs.recall_chars)
+    # A later step of the tool loop shows the tail its first step showed; a new task's tail
+    # leaves out what a kept tail already shows.
+    own_tail = inputs.shown_tails.get(inputs.turn)
+    if own_tail is not None and own_tail.coworker != inputs.coworker:
+        own_tail = None  # another coworker's turn on the task (a meeting): its own tail
+    if own_tail is not None:
+        recalled_turns, recall_text = list(own_tail.recalled), own_tail.text
+    else:
+        shown_turns = {turn for tail in kept_tails.values() for turn in tail.recalled}
+        shown_lines = {line for tail in kept_tails.values() for line in tail.text.splitlines()}
+        recalled_turns, recall_text = _recall_block(
+            [c for c in inputs.recall if c.turn not in shown_turns],
+            [m for m in fresh if _memory_line(m) not in shown_lines],
+            inputs.instruction,
+            inputs.recall_chars,
+        )
+    tail = own_tail or ShownTail(
+        recall_text, plan.boundary, inputs.summarized_through, tuple(recalled_turns), inputs.coworker
+    )
 
     # Layer 5: the current task: the instruction and its own tool loop so far.
     current_messages = rendered.current
@@ -241,7 +319,8 @@ def build_prompt(inputs: PromptInputs) -> Prompt:
         "system": system_text,
         "memory": memory_text,
         "summary": summary_text,
-        "recent": sum(rendered.sizes[t][plan.levels[t]] for t in detailed_turns),
+        "recent": sum(rendered.sizes[t][plan.levels[t]] for t in detailed_turns)
+        + sum(len(kept.text) for kept in kept_tails.values()),
         "recalled": recall_text,
         "current": _chars(current_messages),
     }
@@ -256,9 +335,17 @@ def build_prompt(inputs: PromptInputs) -> Prompt:
         detailed_turns=detailed_turns,
         digested_turns=digested_turns,
         recalled_turns=recalled_turns,
+        kept_tails=sorted(kept_tails),
+        tail=tail,
         notes=notes,
     )
     return Prompt(system=system_blocks, messages=tuple(messages), window_end=window_end, report=report)
+
+
+def _average_tail(tails: Mapping[int, ShownTail], turns: Mapping[int, Any]) -> int:
+    """The average tail the unfolded tasks were shown (empty ones count): what the next ones will likely bring."""
+    shown = [len(tail.text) for turn, tail in tails.items() if turn in turns]
+    return sum(shown) // len(shown) if shown else 0
 
 
 # The window plan ------------------------------------------------------------
@@ -282,6 +369,8 @@ def plan_window(
     completed: int,
     previous: WindowPlan | None,
     notes: list[str] | None = None,
+    tail_chars: Mapping[int, int] | None = None,
+    tail_estimate: int = 0,
 ) -> WindowPlan:
     """Decide the fold boundary and each detailed task's rendering level.
 
@@ -295,6 +384,11 @@ def plan_window(
     being appended (its tool results digested, then its long messages
     shortened); when even that does not fit, the fold comes early, and the new
     epoch is planned from scratch in DESIGN's order, oldest tool results first.
+
+    `tail_chars[turn]` is the tail a task was shown in this epoch: it stays in
+    front of the task while the epoch lasts, so it counts with the task there,
+    and goes when a new epoch is planned. A new epoch leaves room for the tasks
+    to come and, for each, a tail of about `tail_estimate` characters.
     """
     notes = notes if notes is not None else []
     budget = policy.detailed_chars
@@ -304,7 +398,9 @@ def plan_window(
     window = [t for t in range(boundary + 1, completed + 1) if t in sizes]
     if previous is not None and previous.boundary == boundary:
         kept = {t: previous.levels[t] for t in window if t in previous.levels}
-        levels = _append(sizes, kept, [t for t in window if t not in kept], budget)
+        tails = tail_chars or {}
+        with_tails = {t: {lv: size + tails.get(t, 0) for lv, size in sizes[t].items()} for t in window}
+        levels = _append(with_tails, kept, [t for t in window if t not in kept], budget)
         if levels is not None:
             return WindowPlan(boundary=boundary, levels=levels)
         # Nothing appended fits even shortened: the next batch folds now (early), and the
@@ -317,7 +413,7 @@ def plan_window(
                 f"task{'s' if len(early) > 1 else ''} {_span(early)} folded early: the newest task did not fit "
                 f"in {budget:,} characters even shortened"
             )
-    return _plan_epoch(policy, sizes, boundary, window, notes)
+    return _plan_epoch(policy, sizes, boundary, window, notes, tail_estimate)
 
 
 def _append(
@@ -336,7 +432,12 @@ def _append(
 
 
 def _plan_epoch(
-    policy: Policy, sizes: Mapping[int, Mapping[str, int]], boundary: int, window: list[int], notes: list[str]
+    policy: Policy,
+    sizes: Mapping[int, Mapping[str, int]],
+    boundary: int,
+    window: list[int],
+    notes: list[str],
+    tail_estimate: int = 0,
 ) -> WindowPlan:
     """Levels for a window at the start of an epoch (a fold, or the first build): DESIGN's order,
     oldest first, leaving room for the tasks the window will gain before the next fold."""
@@ -348,7 +449,7 @@ def _plan_epoch(
 
     # Oldest tool results first (they matter least), then the oldest long messages, until
     # the tasks still to come before the next fold can simply be appended.
-    target = budget - _room_for_growth(policy, sizes, window)
+    target = budget - _room_for_growth(policy, sizes, window, tail_estimate)
     for level in (TOOLS_DIGESTED, SHORTENED):
         for turn in window:
             if total() <= target:
@@ -373,8 +474,11 @@ def _span(turns: list[int]) -> str:
     return f"{turns[0]}–{turns[-1]}" if len(turns) > 1 else str(turns[0])
 
 
-def _room_for_growth(policy: Policy, sizes: Mapping[int, Mapping[str, int]], window: list[int]) -> int:
-    """Characters the tasks still to come before the next fold will likely need (the window's average).
+def _room_for_growth(
+    policy: Policy, sizes: Mapping[int, Mapping[str, int]], window: list[int], tail_estimate: int = 0
+) -> int:
+    """Characters the tasks still to come before the next fold will likely need: the window's
+    average task, and the tail each will have been shown (`tail_estimate`, recent tasks' average).
 
     The average, not the largest: reserving more digests older tool results for the whole
     epoch to spare the odd larger task being digested on arrival (until the next fold).
@@ -382,7 +486,7 @@ def _room_for_growth(policy: Policy, sizes: Mapping[int, Mapping[str, int]], win
     to_come = policy.detailed_tasks + policy.fold_batch - 1 - len(window)
     if to_come <= 0 or not window:
         return 0
-    average = sum(sizes[t][FULL] for t in window) // len(window)
+    average = sum(sizes[t][FULL] for t in window) // len(window) + tail_estimate
     # Never reserve so much that today's tasks are squeezed below half the budget.
     return min(to_come * average, policy.detailed_chars // 2)
 
@@ -648,6 +752,8 @@ def _report(
     detailed_turns: list[int],
     digested_turns: list[int],
     recalled_turns: list[int],
+    kept_tails: list[int],
+    tail: ShownTail,
     notes: list[str],
 ) -> dict:
     policy = inputs.policy
@@ -670,6 +776,7 @@ def _report(
             "budget": policy.detailed_chars,
             "tasks": detailed_turns,
             "levels": {str(t): plan.levels[t] for t in detailed_turns},
+            "kept_tails": kept_tails,
         },
         "recalled": _layer(
             layer_texts["recalled"],
@@ -691,5 +798,6 @@ def _report(
         "total_chars": total_chars,
         "estimated_tokens": sum(layer["tokens"] or 0 for layer in layers.values()),
         "plan": plan.to_json(),
+        "tail": tail.to_json(),
         "notes": notes,
     }

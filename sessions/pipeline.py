@@ -29,7 +29,7 @@ from coworkers.routing import choose_responders
 from office import events
 from office.models import Channel
 
-from . import prompts, services, upkeep
+from . import context, prompts, services, upkeep
 from .models import Message, Task
 
 log = logging.getLogger(__name__)
@@ -247,7 +247,7 @@ def work_as(task: Task, slug: str, provider: Provider) -> str:
     if coworker is None:
         raise ProviderError(f"The coworker “{slug}” is no longer part of this office.")
     policy = prompts.resolve_policy(channel, coworker)
-    context = tools.ToolContext(
+    tool_context = tools.ToolContext(
         office_id=channel.office_id, channel_id=channel.pk, session_id=session.pk, task_id=task.pk, turn=task.turn, coworker=slug
     )
     stopped = StopCheck(task.pk, task.attempts)
@@ -269,7 +269,7 @@ def work_as(task: Task, slug: str, provider: Provider) -> str:
             model=coworker.model or policy.reply_model,
             max_output_tokens=policy.max_output_tokens,
             tools=() if last_step else tools.TOOL_SPECS,
-            cache_after=(prompt.window_end,) if prompt.window_end >= 0 else (),
+            cache_after=cache_breakpoints(prompt),
             payload={"turns": prompt.report["detailed_tasks"]},
         )
         deltas = DeltaBatcher(channel.pk, task.pk, slug)
@@ -295,7 +295,7 @@ def work_as(task: Task, slug: str, provider: Provider) -> str:
             if stopped():
                 # The remaining calls stay without results; the next prompt shows them as interrupted.
                 return stopped.outcome()
-            outcome = tools.run_tool(context, call.name, call.args)
+            outcome = tools.run_tool(tool_context, call.name, call.args)
             # The record has no error flag: a failed call says so in its text, for the model and the history.
             content = f"Error: {outcome.content}" if outcome.is_error else outcome.content
             message = services.append_message(
@@ -305,6 +305,13 @@ def work_as(task: Task, slug: str, provider: Provider) -> str:
             events.send_event(channel.pk, "message", message=message_json(message))
             renew_lease(task)
     return Task.Status.DONE
+
+
+def cache_breakpoints(prompt: context.Prompt) -> tuple[int, ...]:
+    """After the detailed window (what the next task reuses even when this one's tail changes),
+    and after the last message: the next call, a step of this tool loop or the next task's first,
+    begins with the whole of this one (docs/context.md, "Tails")."""
+    return tuple(sorted({index for index in (prompt.window_end, len(prompt.messages) - 1) if index >= 0}))
 
 
 def store_reply(task: Task, slug: str, completion: Completion, provider: Provider) -> None:

@@ -110,6 +110,15 @@ def load_prompt_inputs(
         .values_list("prompt_report", flat=True)
         .first()
     )
+    # The tails the window's tasks were shown (the builder keeps those of this epoch), and the
+    # current task's own when an earlier step of its tool loop stored it.
+    shown_tails = {
+        turn: context.ShownTail.from_json(tail)
+        for turn, tail in Task.objects.filter(
+            session=session, turn__gt=summarized_through, turn__lte=turn, prompt_report__isnull=False
+        ).values_list("turn", "prompt_report__tail")
+        if tail
+    }
     snapshot = summary.created_at if summary else session.started_at
     memory = tuple(
         context.MemoryEntry(
@@ -139,6 +148,8 @@ def load_prompt_inputs(
         recall=recall,
         previous_plan=context.WindowPlan.from_json((previous_report or {}).get("plan")),
         recall_chars=policy.recall_chars,
+        shown_tails=shown_tails,
+        coworker=coworker.slug if coworker else "",
     )
 
 

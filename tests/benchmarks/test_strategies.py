@@ -12,13 +12,14 @@ from benchmarks.strategies import (
     FullHistory,
     HermesCompactor,
     _select,
+    model_calls,
     render_message,
     render_record,
     render_task,
     render_user,
     tasks_by_turn,
 )
-from sessions.history import Record, rebuild_messages
+from sessions.history import Record, TaskRecords, rebuild_messages
 from benchmarks import report as bench_context
 from sessions.policy import Policy
 
@@ -65,6 +66,30 @@ def test_the_full_history_grows_by_each_task_and_only_appends():
         assert grown == work + len(SEPARATOR) + len(render_user(tasks[turn + 1].instruction))
     assert not any(request.folded for request in requests)
     assert all(where_found(requests[-1].layers, fact.needle) == "recent" for fact in convo.facts)
+
+
+def test_a_task_makes_a_model_call_first_and_another_after_each_batch_of_tool_results():
+    def task(*roles: str) -> TaskRecords:
+        return TaskRecords(turn=1, records=tuple(Record(id=f"r{i}", previous=None, turn=1, role=role) for i, role in enumerate(roles)))
+
+    # Two parallel calls answered together, then one more call, then the answer.
+    assert model_calls(task("user", "assistant", "tool", "tool", "assistant", "tool", "assistant")) == [1, 4, 6]
+    assert model_calls(task("user", "assistant")) == [1]
+    assert model_calls(task("user", "assistant", "tool")) == [1, 3]  # interrupted after the result: one more call was due
+
+
+def test_every_call_of_the_full_history_begins_with_the_whole_previous_one():
+    convo = conversation(10)
+    tasks = tasks_by_turn(convo)
+    strategy = FullHistory()
+    strategy.start(convo)
+    previous = ""
+    for turn in range(1, 11):
+        for step, upto in enumerate(model_calls(tasks[turn])):
+            request = strategy.step(turn, upto) if step else strategy.request(turn, tasks[turn].instruction)
+            assert request.text.startswith(previous) and len(request.text) > len(previous)
+            previous = request.text
+        strategy.finish_task(turn)
 
 
 def test_hermes_sends_everything_while_under_half_the_window():
@@ -148,8 +173,14 @@ class WindowBuilder:
         self.window: list[str] = []
 
     def request(self, turn: int, instruction: str) -> Request:
+        return self._build(turn, render_user(instruction))
+
+    def step(self, turn: int, upto: int) -> Request:
+        return self._build(turn, render_task(self.tasks[turn], upto))
+
+    def _build(self, turn: int, current: str) -> Request:
         started = time.perf_counter()
-        layers = {"system": "sys", "recent": SEPARATOR.join(self.window[-8:]), "current": render_user(instruction)}
+        layers = {"system": "sys", "recent": SEPARATOR.join(self.window[-8:]), "current": current}
         return Request(layers, time.perf_counter() - started, folded=turn > 9)
 
     def finish_task(self, turn: int) -> None:
@@ -186,10 +217,14 @@ def test_it_runs_the_benchmark_and_writes_json(tmp_path):
     assert [run["tasks"] for run in latest["runs"]] == [10, 20, 50]
     for run in latest["runs"]:
         assert {"full_history", "hermes"} <= run["strategies"].keys()
+        # A request per model call: each task's first, then one after each batch of its tool results.
+        tasks = tasks_by_turn(conversation(run["tasks"])).values()
+        calls = [(task.turn, step) for task in tasks for step in range(len(model_calls(task)))]
+        assert len(calls) > run["tasks"]
         for summary in run["strategies"].values():
             assert {"chars", "smaller_than_full", "prefix_share_without_fold", "folds", "cost_units",
                     "cheaper_than_full", "build_ms", "facts", "per_request"} <= summary.keys()
-            assert len(summary["per_request"]) == run["tasks"]
+            assert [(row["turn"], row["step"]) for row in summary["per_request"]] == calls
             assert set(summary["facts"]["locations"]) == {"memory", "summary", "recent", "recalled", "missing"}
     assert [t["key"] for t in latest["targets"]] == ["budget", "smaller", "prefix", "build_time", "facts"]
     if not latest["builder_available"]:
@@ -212,21 +247,27 @@ class PassTimedBuilder(WindowBuilder):
 
     def start(self, convo: Conversation) -> None:
         super().start(convo)
-        self.seconds = PassTimedBuilder.passes.pop(0)
+        self.seconds = iter(PassTimedBuilder.passes.pop(0))
 
-    def request(self, turn: int, instruction: str) -> Request:
-        built = super().request(turn, instruction)
-        return Request(built.layers, self.seconds[turn - 1], folded=built.folded)
+    def _build(self, turn: int, current: str) -> Request:
+        built = super()._build(turn, current)
+        return Request(built.layers, next(self.seconds), folded=built.folded)
+
+
+def model_calls_in(convo: Conversation) -> int:
+    return sum(len(model_calls(task)) for task in tasks_by_turn(convo).values())
 
 
 def test_each_request_keeps_its_fastest_build_across_passes():
     # The machine slowed down during the first half of pass 1 and the second half of pass 2.
-    PassTimedBuilder.passes = [[0.009] * 5 + [0.004] * 5, [0.004] * 5 + [0.008] * 5]
+    calls = model_calls_in(conversation(10))
+    half = calls // 2
+    PassTimedBuilder.passes = [[0.009] * half + [0.004] * (calls - half), [0.004] * half + [0.008] * (calls - half)]
     run = bench_context.run_size(conversation(10), [FullHistory, lambda: PassTimedBuilder(4)], timing_passes=2)
 
     builder = run["strategies"]["builder_fb4"]
     assert builder["timing_passes"] == 2
-    assert [round(row["build_ms"]) for row in builder["per_request"]] == [4] * 10
+    assert [round(row["build_ms"]) for row in builder["per_request"]] == [4] * calls
     assert round(builder["build_ms"]["p95"]) == 4
 
 
@@ -242,7 +283,7 @@ class ForgetfulBuilder(WindowBuilder):
 
 def test_a_short_conversation_is_timed_over_more_passes_until_the_minimum_time_has_gone_by():
     # Ten requests pass in a moment, inside whatever slow stretch the machine is in.
-    PassTimedBuilder.passes = [[0.001] * 10 for _ in range(1_000)]
+    PassTimedBuilder.passes = [[0.001] * model_calls_in(conversation(10)) for _ in range(1_000)]
     run = bench_context.run_size(
         conversation(10), [FullHistory, lambda: PassTimedBuilder(4)], timing_passes=2, timing_seconds=0.2
     )

@@ -36,6 +36,19 @@ def test_through_claude_a_reply_streams_a_document_is_written_and_work_is_handed
     body = fake_anthropic.requests[0].body
     assert body["system"][-1]["cache_control"] == {"type": "ephemeral"}
     assert {tool["name"] for tool in body["tools"]} >= {"write_document", "handoff", "search_history"}
+    # Each call caches its whole self, so the next (after the tool result) reads all of it.
+    for request in fake_anthropic.requests[:3]:
+        assert request.body["messages"][-1]["content"][-1]["cache_control"] == {"type": "ephemeral"}
+    first, second = (plain(request.body["messages"]) for request in fake_anthropic.requests[:2])
+    assert second[: len(first)] == first
+
+
+def plain(turns: list[dict]) -> list[dict]:
+    """Messages on the wire without their cache markers."""
+    return [
+        {**turn, "content": [{k: v for k, v in block.items() if k != "cache_control"} for block in turn["content"]]}
+        for turn in turns
+    ]
 
 
 def test_offline_the_same_flows_work(office, mina, theo, direct_channel, frames, no_background, monkeypatch):

@@ -33,11 +33,12 @@ class Simulation:
     """Runs a session task by task the way the app does: each build continues the last plan,
     and folds land (immediately) up to the plan's boundary."""
 
-    def __init__(self, policy: Policy, sizes: list[int], *, fold: bool = True):
-        self.policy, self.sizes, self.fold = policy, sizes, fold
+    def __init__(self, policy: Policy, sizes: list[int], *, fold: bool = True, memory: bool = False):
+        self.policy, self.sizes, self.fold, self.memory = policy, sizes, fold, memory
         self.records: list[Record] = []
         self.summarized = 0
         self.plan = None
+        self.tails: dict[int, context.ShownTail] = {}
         self.prompts: list[context.Prompt] = []
 
     def run(self) -> "Simulation":
@@ -45,6 +46,7 @@ class Simulation:
             prompt = self.build(turn)
             self.prompts.append(prompt)
             self.plan = context.WindowPlan.from_json(prompt.report["plan"])
+            self.tails[turn] = context.ShownTail.from_json(prompt.report["tail"])
             self.records += make_task(turn, tool_chars=self.sizes[turn - 1])
             if self.fold:
                 self.summarized = max(self.summarized, context.batch_boundary(self.policy, completed=turn, boundary=self.plan.boundary))
@@ -62,6 +64,13 @@ class Simulation:
                 summarized_through=self.summarized,
                 tasks=tasks_of(unfolded),
                 previous_plan=self.plan,
+                # A fact learned from each task; those since the last fold ride in the tails.
+                memory=tuple(
+                    MemoryEntry(id=t, text=f"Fact {t} learned.", kind="project", updated=t, fresh=t > self.summarized)
+                    for t in range(1, turn)
+                    if self.memory
+                ),
+                shown_tails=self.tails,
             )
         )
 
@@ -82,11 +91,16 @@ policies = st.builds(
 
 
 @settings(max_examples=60)
-@given(policy=policies, sizes=st.lists(st.sampled_from([0, 0, 200, 1_500, 6_000, 30_000]), max_size=30), fold=st.booleans())
-def test_every_prompt_is_valid_accounts_for_every_task_and_keeps_its_budgets(policy, sizes, fold):
+@given(
+    policy=policies,
+    sizes=st.lists(st.sampled_from([0, 0, 200, 1_500, 6_000, 30_000]), max_size=30),
+    fold=st.booleans(),
+    memory=st.booleans(),
+)
+def test_every_prompt_is_valid_accounts_for_every_task_and_keeps_its_budgets(policy, sizes, fold, memory):
     if policy.fold_batch > policy.detailed_tasks:
         policy = replace(policy, fold_batch=policy.detailed_tasks)
-    sim = Simulation(policy, sizes, fold=fold).run()
+    sim = Simulation(policy, sizes, fold=fold, memory=memory).run()
 
     for turn, prompt in enumerate(sim.prompts, start=1):
         report = prompt.report
@@ -380,3 +394,128 @@ def test_recall_shows_the_latest_answer_to_a_repeated_request_and_only_a_few_tas
 
     assert 9 in recalled and 3 not in recalled
     assert len(recalled) <= context.RECALL_MAX_TASKS
+
+
+# Tails: what a task was shown stays in front of it until the next fold --------------------
+
+
+def test_memory_simulations_keep_tails_between_folds():
+    # The property test above runs with tails too: here they are kept, and within the budget.
+    sim = Simulation(Policy(detailed_chars=8_000, detailed_tasks=4, fold_batch=4), [1_500] * 20, memory=True).run()
+    kept = [p.report["layers"]["recent"]["kept_tails"] for p in sim.prompts]
+    assert sum(map(len, kept)) > 10
+    assert all(p.report["layers"]["recent"]["chars"] <= 8_000 for p in sim.prompts)
+
+
+class LiveSession:
+    """Tasks run the way the pipeline runs them: a model call before the tool loop and one after
+    its tool result, each prompt built from the tails and the plan stored at the task's first call."""
+
+    def __init__(self, policy: Policy, *, coworker_of=lambda turn: "mina"):
+        self.policy, self.coworker_of = policy, coworker_of
+        self.records: list[Record] = []
+        self.tails: dict[int, context.ShownTail] = {}
+        self.plan = None
+        self.memory: list[MemoryEntry] = []
+        self.recall: tuple[RecallCandidate, ...] = ()
+        self.calls: list[context.Prompt] = []  # every model call, in order
+
+    def build(self, turn: int, current=()) -> context.Prompt:
+        return build_prompt(
+            PromptInputs(
+                policy=self.policy,
+                system="You are Mina, the marketing lead.",
+                instruction=f"Instruction {turn}",
+                turn=turn,
+                tasks=tasks_of(self.records),
+                current=tuple(current),
+                memory=tuple(self.memory),
+                recall=self.recall,
+                summarized_through=0,
+                previous_plan=self.plan,
+                shown_tails=self.tails,
+                coworker=self.coworker_of(turn),
+            )
+        )
+
+    def run_task(self, turn: int) -> None:
+        task = make_task(turn, tool_chars=400)
+        first = self.build(turn)
+        self.tails[turn] = context.ShownTail.from_json(first.report["tail"])  # stored at the first call
+        self.plan = context.WindowPlan.from_json(first.report["plan"])
+        # Memory can change while the tool loop runs (an earlier task's extraction lands).
+        self.memory.append(MemoryEntry(id=100 + turn, text=f"Learned during task {turn}.", kind="project", fresh=True))
+        after_tool = self.build(turn, current=task[1:3])
+        self.calls += [first, after_tool]
+        self.records += task
+
+
+def whole(prompt: context.Prompt) -> str:
+    return serialized(prompt, upto_window=False)
+
+
+def test_between_folds_a_task_begins_with_the_whole_last_call_of_the_one_before_tail_and_tool_loop_included():
+    live = LiveSession(Policy(detailed_tasks=8, fold_batch=4))
+    # An old task every instruction bears on (the builder takes the loader's word that it is old).
+    live.recall = (RecallCandidate(turn=0, instruction="Instruction about pricing", answer="We agreed on $29."),)
+    for turn in range(1, 12):  # no fold yet: the window grows to 11 tasks
+        live.run_task(turn)
+
+    for previous, current in zip(live.calls, live.calls[1:]):
+        assert whole(current).startswith(whole(previous))
+    last = live.calls[-1]
+    assert last.report["layers"]["recent"]["kept_tails"] == list(range(1, 11))
+    # Each fact is in the prompt once: a tail leaves out what an earlier tail already shows.
+    text = whole(last)
+    assert all(text.count(f"Learned during task {turn}.") == 1 for turn in range(1, 11))
+
+
+def test_a_later_call_of_the_tool_loop_shows_the_tail_its_first_call_showed():
+    live = LiveSession(Policy())
+    live.run_task(1)
+    live.run_task(2)
+    first, after_tool = live.calls[-2:]
+
+    assert "Learned during task 1." in first.messages[first.window_end + 1].content
+    # Task 2's own fact was learned during its tool loop: it waits for the next task's tail.
+    assert after_tool.messages[after_tool.window_end + 1].content == first.messages[first.window_end + 1].content
+    assert "Learned during task 2." not in whole(after_tool)
+
+
+def test_at_a_fold_the_tails_go_and_nothing_they_held_is_lost():
+    live = LiveSession(Policy(detailed_tasks=4, fold_batch=2))
+    for turn in range(1, 8):
+        live.run_task(turn)
+    prompts = live.calls[::2]  # the first call of each task
+    fold = next(p for p in prompts if p.report["fold_through"] > 0)
+    recent = fold.messages[: fold.window_end + 1]
+
+    assert fold.report["layers"]["recent"]["kept_tails"] == []
+    assert not any(m.content.startswith(context.RECALL_HEADER) for m in recent if isinstance(m, HumanMessage))
+    # The memory the dropped tails held is still fresh (no summary landed): the new tail shows it all.
+    tail = fold.messages[fold.window_end + 1].content
+    turn = fold.report["turn"]
+    assert all(f"Learned during task {t}." in tail for t in range(1, turn - 1))
+
+
+def test_a_recalled_task_already_in_a_kept_tail_is_not_recalled_again():
+    live = LiveSession(Policy(detailed_tasks=8, fold_batch=4))
+    live.recall = (RecallCandidate(turn=0, instruction="Instruction about pricing", answer="We agreed on $29."),)
+    live.run_task(1)
+    live.run_task(2)
+    first_of_1, first_of_2 = live.calls[0], live.calls[2]
+
+    assert first_of_1.report["recalled_tasks"] == [0]
+    assert first_of_2.report["recalled_tasks"] == []  # still in front of task 1, right above
+    assert whole(first_of_2).count("We agreed on $29.") == 1
+
+
+def test_a_tail_shown_to_one_coworker_is_not_kept_for_another():
+    # A shared channel: task 1 is Mina's, task 2 Theo's. Mina's fresh memory may be hers alone.
+    live = LiveSession(Policy(), coworker_of=lambda turn: "mina" if turn == 1 else "theo")
+    live.memory.append(MemoryEntry(id=1, text="Mina's own note.", kind="preference", fresh=True))
+    live.run_task(1)
+    first_of_2 = live.build(2)
+
+    assert live.calls[0].report["tail"]["coworker"] == "mina"
+    assert first_of_2.report["layers"]["recent"]["kept_tails"] == []

@@ -290,3 +290,21 @@ def test_a_stored_tasks_report_is_kept_on_the_task_and_the_next_build_continues_
     assert task.prompt_report == prompt.report
     assert task.prompt_report["layers"]["current"]["chars"] == len("What did we agree on price?")
     assert task.prompt_report["plan"]["levels"] == {str(t): "full" for t in range(1, 6)}
+
+
+def test_the_tail_a_task_was_shown_stays_in_front_of_it_in_the_next_prompt(office, direct_channel):
+    session = imported(direct_channel, 12)
+    MemoryItem.objects.create(office=office, text="The launch is on May 4.", kind="project")  # fresh: no fold yet
+    task, _ = services.start_task(session=session, instruction="Plan the launch party")
+    first = prompts.build_for_stored_task(task)  # as the pipeline stores a task's first call
+    tail = first.messages[first.window_end + 1].content
+    services.append_message(session=session, turn=task.turn, role="assistant", content="Booked the venue.", coworker="mina")
+    Task.objects.filter(pk=task.pk).update(status=Task.Status.DONE)
+
+    following = prompts.build_for_task(session=session, instruction="Send the invitations", turn=task.turn + 1)
+    window = following.messages[: following.window_end + 1]
+
+    assert "May 4" in tail
+    assert [m.content for m in window[-3:]] == [tail, "Plan the launch party", "Booked the venue."]
+    assert following.report["layers"]["recent"]["kept_tails"] == [task.turn]
+    assert "May 4" not in following.messages[-1].content and len(following.messages) == len(window) + 1

@@ -62,6 +62,7 @@ def render_text(report: dict, messages: list[dict]) -> str:
         f"  digested (waiting to be folded): {_turns(report['digested_tasks'])}",
         f"  detailed: {_turns(report['detailed_tasks'])}",
         f"  recalled: {_turns(report['recalled_tasks'])}",
+        f"  tails kept in front of their tasks: {_turns(layers['recent'].get('kept_tails', []))}",
     ]
     lines += [f"  note: {note}" for note in report["notes"]]
     lines += ["", "-" * 72]
