@@ -135,6 +135,8 @@ class WindowPlan:
 
     boundary: int  # tasks up to this turn are summarized or waiting to be (digests)
     levels: Mapping[int, str] = field(default_factory=dict)  # turn -> level, for detailed tasks
+    # This build continued the previous plan's epoch (not stored: it says how the plan was made).
+    continued: bool = field(default=False, compare=False)
 
     def to_json(self) -> dict:
         return {"boundary": self.boundary, "levels": {str(turn): level for turn, level in self.levels.items()}}
@@ -161,6 +163,11 @@ class ShownTail:
     recalled: tuple[int, ...] = ()
     # Who was shown it: its fresh memory may be that coworker's own, so no one else is.
     coworker: str = ""
+    memory: tuple[str, ...] = ()  # the memory lines it listed
+
+    def current(self, memory_lines: set[str]) -> bool:
+        """False once an item it listed was forgotten or changed: then it is not shown again."""
+        return all(line in memory_lines for line in self.memory)
 
     def to_json(self) -> dict:
         return {
@@ -169,6 +176,7 @@ class ShownTail:
             "summarized_through": self.summarized_through,
             "recalled": list(self.recalled),
             "coworker": self.coworker,
+            "memory": list(self.memory),
         }
 
     @classmethod
@@ -181,6 +189,7 @@ class ShownTail:
             summarized_through=int(data["summarized_through"]),
             recalled=tuple(int(t) for t in data.get("recalled", ())),
             coworker=data.get("coworker", ""),
+            memory=tuple(data.get("memory", ())),
         )
 
 
@@ -235,7 +244,9 @@ def build_prompt(inputs: PromptInputs) -> Prompt:
     rendered = _render_levels(window_records, [instruction, *inputs.current], policy)
 
     # Tails shown in this epoch stay where they were; the plan counts them with their tasks.
+    # One listing memory since forgotten or changed goes (what it still holds goes to the new tail).
     previous_boundary = inputs.previous_plan.boundary if inputs.previous_plan else None
+    memory_lines = {_memory_line(m) for m in inputs.memory}
     epoch_tails = {
         t: tail
         for t, tail in inputs.shown_tails.items()
@@ -243,6 +254,7 @@ def build_prompt(inputs: PromptInputs) -> Prompt:
         and tail.text
         and tail.coworker == inputs.coworker
         and (tail.boundary, tail.summarized_through) == (previous_boundary, inputs.summarized_through)
+        and tail.current(memory_lines)
     }
     plan = plan_window(
         policy=policy,
@@ -256,7 +268,7 @@ def build_prompt(inputs: PromptInputs) -> Prompt:
     )
     # A fold (batch or early) starts a new epoch: the prefix changes there anyway, and the
     # tails go (their recalled tasks are in the summary; their fresh memory in layer 2 or the new tail).
-    kept_tails = {t: tail for t, tail in epoch_tails.items() if tail.boundary == plan.boundary and t in plan.levels}
+    kept_tails = {t: tail for t, tail in epoch_tails.items() if plan.continued and t in plan.levels}
     detailed_turns = sorted(plan.levels)
     digested_turns = [t for t in sorted(by_turn) if t <= plan.boundary]
 
@@ -288,22 +300,29 @@ def build_prompt(inputs: PromptInputs) -> Prompt:
     # A later step of the tool loop shows the tail its first step showed; a new task's tail
     # leaves out what a kept tail already shows.
     own_tail = inputs.shown_tails.get(inputs.turn)
-    if own_tail is not None and own_tail.coworker != inputs.coworker:
-        own_tail = None  # another coworker's turn on the task (a meeting): its own tail
+    if own_tail is not None and (own_tail.coworker != inputs.coworker or not own_tail.current(memory_lines)):
+        own_tail = None  # another coworker's turn on the task (a meeting), or memory it listed has changed
     if own_tail is not None:
-        recalled_turns, recall_text = list(own_tail.recalled), own_tail.text
+        tail = own_tail
     else:
-        shown_turns = {turn for tail in kept_tails.values() for turn in tail.recalled}
-        shown_lines = {line for tail in kept_tails.values() for line in tail.text.splitlines()}
+        shown_lines = {line for kept in kept_tails.values() for line in kept.memory}
+        fresh_lines = [_memory_line(m) for m in fresh if _memory_line(m) not in shown_lines]
         recalled_turns, recall_text = _recall_block(
-            [c for c in inputs.recall if c.turn not in shown_turns],
-            [m for m in fresh if _memory_line(m) not in shown_lines],
+            inputs.recall,
+            fresh_lines,
             inputs.instruction,
             inputs.recall_chars,
+            shown_turns={turn for kept in kept_tails.values() for turn in kept.recalled},
         )
-    tail = own_tail or ShownTail(
-        recall_text, plan.boundary, inputs.summarized_through, tuple(recalled_turns), inputs.coworker
-    )
+        tail = ShownTail(
+            recall_text,
+            plan.boundary,
+            inputs.summarized_through,
+            tuple(recalled_turns),
+            inputs.coworker,
+            tuple(fresh_lines),
+        )
+    recalled_turns, recall_text = list(tail.recalled), tail.text
 
     # Layer 5: the current task: the instruction and its own tool loop so far.
     current_messages = rendered.current
@@ -402,7 +421,7 @@ def plan_window(
         with_tails = {t: {lv: size + tails.get(t, 0) for lv, size in sizes[t].items()} for t in window}
         levels = _append(with_tails, kept, [t for t in window if t not in kept], budget)
         if levels is not None:
-            return WindowPlan(boundary=boundary, levels=levels)
+            return WindowPlan(boundary=boundary, levels=levels, continued=True)
         # Nothing appended fits even shortened: the next batch folds now (early), and the
         # prefix change that brings is the one moment the whole window is planned again.
         early = window[: min(policy.fold_batch, len(window) - 1)]
@@ -422,6 +441,8 @@ def _append(
     """The kept levels plus each new task at the fullest level that fits, or None when one does not fit at all."""
     levels = dict(kept)
     used = sum(sizes[t][level] for t, level in levels.items())
+    if used > budget:
+        return None  # never the case when each task (and its tail) was appended within the budget
     for turn in new:
         level = next((lv for lv in LEVELS if used + sizes[turn][lv] <= budget), None)
         if level is None:
@@ -672,15 +693,20 @@ def _summary_block(
 
 
 def _recall_block(
-    candidates: Sequence[RecallCandidate], fresh: Sequence[MemoryEntry], instruction: str, budget: int
+    candidates: Sequence[RecallCandidate],
+    fresh_lines: Sequence[str],
+    instruction: str,
+    budget: int,
+    shown_turns: frozenset[int] | set[int] = frozenset(),
 ) -> tuple[list[int], str]:
-    """Fresh memory (counted in the memory budget) and relevant old tasks within `budget`."""
+    """Fresh memory (counted in the memory budget) and relevant old tasks within `budget`,
+    leaving out the tasks in `shown_turns` (a tail still in the prompt shows them)."""
     lines: list[str] = []
     turns: list[int] = []
     used = 0  # characters of recalled tasks only
-    if fresh:
+    if fresh_lines:
         lines.append("Memory added since the summary:")
-        lines.extend(_memory_line(m) for m in fresh)
+        lines.extend(fresh_lines)
     if budget > 0 and candidates and instruction:
         # The same request made more than once: its latest answer is the one that counts.
         latest: dict[str, RecallCandidate] = {}
@@ -688,11 +714,15 @@ def _recall_block(
             latest[" ".join(relevance.tokens(candidate.instruction))] = candidate
         unique = list(latest.values())
         scores = relevance.Index([(c.turn, f"{c.instruction}\n{c.answer}") for c in unique]).score(instruction)
+        picked = 0
         for candidate in sorted(unique, key=lambda c: (-scores.get(c.turn, 0.0), -c.turn)):
             if scores.get(candidate.turn, 0.0) <= 0 or candidate.coverage < RECALL_MIN_COVERAGE:
                 continue
-            if len(turns) >= RECALL_MAX_TASKS:
+            if picked >= RECALL_MAX_TASKS:
                 break
+            if candidate.turn in shown_turns:
+                picked += 1  # in the prompt already, in a kept tail: it takes its place, not twice
+                continue
             who = f" ({candidate.coworker})" if candidate.coworker else ""
             line = (
                 f"- Task {candidate.turn}{who}: {shorten(candidate.instruction, 300)} → "
@@ -700,6 +730,7 @@ def _recall_block(
             )
             if used + len(line) + 1 > budget:
                 continue
+            picked += 1
             turns.append(candidate.turn)
             lines.append(line)
             used += len(line) + 1

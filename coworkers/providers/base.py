@@ -36,8 +36,8 @@ class CompletionRequest:
     summary); a cache breakpoint goes after the last one, so whatever changes
     least must come first. messages: langchain-core Human/AI/Tool messages,
     already valid (sessions.history.validate_messages). cache_after: indices of
-    messages after which a cache breakpoint goes (the end of the detailed
-    window), at most 3.
+    messages after which a cache breakpoint goes (for a reply: the end of the
+    detailed window and the last message), at most 3.
 
     payload: structured input, so the offline responder never parses prose:
       fold:    {"previous": str, "tasks": [TaskRecords, ...], "max_chars": int, "multi_speaker": bool}

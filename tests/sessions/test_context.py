@@ -64,10 +64,11 @@ class Simulation:
                 summarized_through=self.summarized,
                 tasks=tasks_of(unfolded),
                 previous_plan=self.plan,
-                # A fact learned from each task; those since the last fold ride in the tails.
+                # A fact from before the session, then one learned from each task; those since the
+                # last fold ride in the tails (the first task's too).
                 memory=tuple(
-                    MemoryEntry(id=t, text=f"Fact {t} learned.", kind="project", updated=t, fresh=t > self.summarized)
-                    for t in range(1, turn)
+                    MemoryEntry(id=t, text=f"Fact {t} learned: " + "detail " * 10, kind="project", updated=t, fresh=t > self.summarized or t == 0)
+                    for t in range(0, turn)
                     if self.memory
                 ),
                 shown_tails=self.tails,
@@ -411,8 +412,8 @@ class LiveSession:
     """Tasks run the way the pipeline runs them: a model call before the tool loop and one after
     its tool result, each prompt built from the tails and the plan stored at the task's first call."""
 
-    def __init__(self, policy: Policy, *, coworker_of=lambda turn: "mina"):
-        self.policy, self.coworker_of = policy, coworker_of
+    def __init__(self, policy: Policy, *, coworker_of=lambda turn: "mina", tool_chars: int = 400):
+        self.policy, self.coworker_of, self.tool_chars = policy, coworker_of, tool_chars
         self.records: list[Record] = []
         self.tails: dict[int, context.ShownTail] = {}
         self.plan = None
@@ -439,15 +440,15 @@ class LiveSession:
         )
 
     def run_task(self, turn: int) -> None:
-        task = make_task(turn, tool_chars=400)
+        task = make_task(turn, tool_chars=self.tool_chars)
         first = self.build(turn)
         self.tails[turn] = context.ShownTail.from_json(first.report["tail"])  # stored at the first call
-        self.plan = context.WindowPlan.from_json(first.report["plan"])
         # Memory can change while the tool loop runs (an earlier task's extraction lands).
         self.memory.append(MemoryEntry(id=100 + turn, text=f"Learned during task {turn}.", kind="project", fresh=True))
         after_tool = self.build(turn, current=task[1:3])
         self.calls += [first, after_tool]
         self.records += task
+        self.plan = context.WindowPlan.from_json(first.report["plan"])  # the next task continues it
 
 
 def whole(prompt: context.Prompt) -> str:
@@ -495,7 +496,7 @@ def test_at_a_fold_the_tails_go_and_nothing_they_held_is_lost():
     # The memory the dropped tails held is still fresh (no summary landed): the new tail shows it all.
     tail = fold.messages[fold.window_end + 1].content
     turn = fold.report["turn"]
-    assert all(f"Learned during task {t}." in tail for t in range(1, turn - 1))
+    assert all(f"Learned during task {t}." in tail for t in range(1, turn))
 
 
 def test_a_recalled_task_already_in_a_kept_tail_is_not_recalled_again():
@@ -519,3 +520,52 @@ def test_a_tail_shown_to_one_coworker_is_not_kept_for_another():
 
     assert live.calls[0].report["tail"]["coworker"] == "mina"
     assert first_of_2.report["layers"]["recent"]["kept_tails"] == []
+
+
+def test_a_kept_tail_never_takes_the_window_over_its_budget():
+    # Task 1 fits alone, even digested not with its tail: the tail goes, and what it held is in the new one.
+    live = LiveSession(Policy(detailed_chars=600), tool_chars=450)
+    note = "The launch is on May 4; the press kit, the demo video and the pricing page are ready by May 1."
+    live.memory.append(MemoryEntry(id=1, text=note * 6, kind="project", fresh=True))
+    for turn in range(1, 4):
+        live.run_task(turn)
+
+    assert all(p.report["layers"]["recent"]["chars"] <= 600 for p in live.calls)
+    second = live.calls[2]
+    assert second.report["layers"]["recent"]["kept_tails"] == []
+    assert "May 4" in second.messages[second.window_end + 1].content
+
+
+def test_a_newer_answer_in_a_kept_tail_is_not_replaced_by_an_older_one():
+    live = LiveSession(Policy(detailed_tasks=8, fold_batch=4))
+    live.recall = (
+        RecallCandidate(turn=3, instruction="Instruction: price of the Pro plan", answer="The Pro plan is $19."),
+        RecallCandidate(turn=9, instruction="Instruction: price of the Pro plan", answer="The Pro plan is $29 now."),
+    )
+    live.run_task(1)
+    following = live.build(2)
+
+    assert live.calls[0].report["recalled_tasks"] == [9]
+    assert following.report["recalled_tasks"] == []  # task 9's answer is right above, in task 1's tail
+    assert "$19" not in whole(following)
+
+
+def test_a_kept_tail_listing_memory_since_forgotten_or_changed_goes():
+    live = LiveSession(Policy(detailed_tasks=8, fold_batch=4))
+    live.memory = [
+        MemoryEntry(id=1, text="Theo is on leave in May.", kind="company", fresh=True),
+        MemoryEntry(id=2, text="The Team plan costs $25.", kind="project", fresh=True),
+    ]
+    live.run_task(1)
+    live.run_task(2)
+    assert live.build(3).report["layers"]["recent"]["kept_tails"] == [1, 2]
+
+    # Task 3 forgets the first item and changes the second.
+    live.memory = [m for m in live.memory if m.id not in (1, 2)] + [
+        MemoryEntry(id=2, text="The Team plan costs $29.", kind="project", fresh=True)
+    ]
+    prompt = live.build(3)
+
+    assert 1 not in prompt.report["layers"]["recent"]["kept_tails"]
+    assert "on leave" not in whole(prompt) and "$25" not in whole(prompt)
+    assert "$29" in prompt.messages[prompt.window_end + 1].content
