@@ -1,10 +1,11 @@
 """Issue-level flows end to end: a reply, a document, a handoff; through Claude (the fake server) and offline."""
 
+import json
 
 from coworkers.providers import get_provider
 from office.models import Channel, Document
 from sessions import pipeline, services
-from sessions.models import Task
+from sessions.models import MemoryItem, Task
 from tests.coworkers.fake_anthropic import Reply, Tool
 
 
@@ -49,6 +50,28 @@ def plain(turns: list[dict]) -> list[dict]:
         {**turn, "content": [{k: v for k, v in block.items() if k != "cache_control"} for block in turn["content"]]}
         for turn in turns
     ]
+
+
+def test_through_claude_a_task_begins_with_the_whole_last_call_of_the_task_before(
+    fake_anthropic, office, mina, direct_channel, no_background
+):
+    fake_anthropic.add(
+        Reply(text="Noted."),
+        Reply(text="Saving it. ", tools=[Tool("toolu_11", "write_document", {"title": "Launch plan", "content": "May 4"})]),
+        Reply(text="Saved “Launch plan”."),
+        Reply(text="Done."),
+    )
+    run(direct_channel, "We launch in spring.")
+    # Learned after the session began: it rides in the next task's tail, which then stays in place.
+    MemoryItem.objects.create(office=office, text="The launch is on May 4.", kind="project")
+    run(direct_channel, "Write the launch plan.")
+    run(direct_channel, "Now draft the announcement.")
+
+    bodies = [request.body for request in fake_anthropic.requests]
+    last_of_second, first_of_third = plain(bodies[2]["messages"]), plain(bodies[3]["messages"])
+    assert first_of_third[: len(last_of_second)] == last_of_second
+    assert bodies[3]["system"] == bodies[2]["system"]
+    assert json.dumps(bodies[3]["messages"]).count("The launch is on May 4.") == 1
 
 
 def test_offline_the_same_flows_work(office, mina, theo, direct_channel, frames, no_background, monkeypatch):
