@@ -164,10 +164,25 @@ class ShownTail:
     # Who was shown it: its fresh memory may be that coworker's own, so no one else is.
     coworker: str = ""
     memory: tuple[str, ...] = ()  # the memory lines it listed
+    # What it was built beside: the tasks whose tails were kept, the items in layer 2.
+    beside_tails: tuple[int, ...] = ()
+    beside_memory: tuple[int, ...] = ()
 
     def current(self, memory_lines: set[str]) -> bool:
         """False once an item it listed was forgotten or changed: then it is not shown again."""
         return all(line in memory_lines for line in self.memory)
+
+    @property
+    def setting(self) -> tuple:
+        """Whom it was shown to and beside what: coworker, epoch, kept tails, layer 2."""
+        return self.coworker, self.boundary, self.summarized_through, self.beside_tails, self.beside_memory
+
+    def still_fits(self, setting: tuple, memory_lines: set[str]) -> bool:
+        """Whether a later call of the task can show this tail again: the same setting, and
+        nothing it lists changed. Memory added meanwhile does not count: it is already in the
+        prompt where it came from (the window, or this loop's own calls) and waits for the
+        next task's tail."""
+        return self.setting == setting and self.current(memory_lines)
 
     def to_json(self) -> dict:
         return {
@@ -177,19 +192,23 @@ class ShownTail:
             "recalled": list(self.recalled),
             "coworker": self.coworker,
             "memory": list(self.memory),
+            "beside_tails": list(self.beside_tails),
+            "beside_memory": list(self.beside_memory),
         }
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any] | None) -> ShownTail | None:
-        if not data:
-            return None
+        if not data or "beside_memory" not in data:
+            return None  # none stored, or stored before tails said what they were built beside
         return cls(
             text=data["text"],
             boundary=int(data["boundary"]),
             summarized_through=int(data["summarized_through"]),
-            recalled=tuple(int(t) for t in data.get("recalled", ())),
-            coworker=data.get("coworker", ""),
-            memory=tuple(data.get("memory", ())),
+            recalled=tuple(int(t) for t in data["recalled"]),
+            coworker=data["coworker"],
+            memory=tuple(data["memory"]),
+            beside_tails=tuple(int(t) for t in data["beside_tails"]),
+            beside_memory=tuple(int(i) for i in data["beside_memory"]),
         )
 
 
@@ -296,13 +315,13 @@ def build_prompt(inputs: PromptInputs) -> Prompt:
             recent_messages.append(HumanMessage(kept_tails[t].text))
         recent_messages.extend(rendered.by_level[t][plan.levels[t]])
 
-    # Tail: recalled old tasks and fresh memory, between the window and the current task.
-    # A later step of the tool loop shows the tail its first step showed; a new task's tail
-    # leaves out what a kept tail already shows.
+    # Tail: recalled old tasks and fresh memory, between the window and the current task,
+    # leaving out what a kept tail already shows. A later call of the tool loop shows the
+    # tail its first call showed, unless what that tail was built beside has changed.
+    beside_tails, beside_memory = tuple(sorted(kept_tails)), tuple(m.id for m in stable)
+    setting = (inputs.coworker, plan.boundary, inputs.summarized_through, beside_tails, beside_memory)
     own_tail = inputs.shown_tails.get(inputs.turn)
-    if own_tail is not None and (own_tail.coworker != inputs.coworker or not own_tail.current(memory_lines)):
-        own_tail = None  # another coworker's turn on the task (a meeting), or memory it listed has changed
-    if own_tail is not None:
+    if own_tail is not None and own_tail.still_fits(setting, memory_lines):
         tail = own_tail
     else:
         shown_lines = {line for kept in kept_tails.values() for line in kept.memory}
@@ -321,6 +340,8 @@ def build_prompt(inputs: PromptInputs) -> Prompt:
             tuple(recalled_turns),
             inputs.coworker,
             tuple(fresh_lines),
+            beside_tails,
+            beside_memory,
         )
     recalled_turns, recall_text = list(tail.recalled), tail.text
 

@@ -104,8 +104,10 @@ def load_prompt_inputs(
     rows = task_messages(session, turn__gt=summarized_through, turn__lt=turn)
     tasks = tuple(history.group_tasks(records_of(rows)))
 
+    # The plan to continue: the previous task's, or on a later call of this task's tool loop,
+    # the one its first call made (so every call of a task shows the same window).
     previous_report = (
-        Task.objects.filter(session=session, turn__lt=turn, prompt_report__isnull=False)
+        Task.objects.filter(session=session, turn__lte=turn, prompt_report__isnull=False)
         .order_by("-turn")
         .values_list("prompt_report", flat=True)
         .first()

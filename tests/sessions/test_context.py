@@ -439,16 +439,19 @@ class LiveSession:
             )
         )
 
-    def run_task(self, turn: int) -> None:
+    def run_task(self, turn: int, during_loop=None) -> None:
         task = make_task(turn, tool_chars=self.tool_chars)
         first = self.build(turn)
-        self.tails[turn] = context.ShownTail.from_json(first.report["tail"])  # stored at the first call
+        # Stored at the first call: later calls show its tail and continue its plan.
+        self.tails[turn] = context.ShownTail.from_json(first.report["tail"])
+        self.plan = context.WindowPlan.from_json(first.report["plan"])
         # Memory can change while the tool loop runs (an earlier task's extraction lands).
         self.memory.append(MemoryEntry(id=100 + turn, text=f"Learned during task {turn}.", kind="project", fresh=True))
+        if during_loop:
+            during_loop(self)
         after_tool = self.build(turn, current=task[1:3])
         self.calls += [first, after_tool]
         self.records += task
-        self.plan = context.WindowPlan.from_json(first.report["plan"])  # the next task continues it
 
 
 def whole(prompt: context.Prompt) -> str:
@@ -569,3 +572,40 @@ def test_a_kept_tail_listing_memory_since_forgotten_or_changed_goes():
     assert 1 not in prompt.report["layers"]["recent"]["kept_tails"]
     assert "on leave" not in whole(prompt) and "$25" not in whole(prompt)
     assert "$29" in prompt.messages[prompt.window_end + 1].content
+
+
+def test_forgetting_what_a_kept_tail_listed_during_a_tool_loop_loses_nothing_else_and_repeats_nothing():
+    live = LiveSession(Policy(detailed_tasks=8, fold_batch=4))
+    live.recall = (RecallCandidate(turn=0, instruction="Instruction about pricing", answer="We agreed on $29."),)
+    live.memory = [MemoryEntry(id=1, text="Theo is on leave in May.", kind="company", fresh=True)]
+    live.run_task(1)  # its tail: task 0 recalled, Theo's leave
+
+    def forget_theos_leave(live):
+        live.memory = [m for m in live.memory if m.id != 1]
+
+    live.run_task(2, during_loop=forget_theos_leave)
+    first, after_tool = live.calls[2:4]
+
+    assert first.report["layers"]["recent"]["kept_tails"] == [1] and first.report["recalled_tasks"] == []
+    # Task 1's tail goes; what else it held comes back in task 2's own, once.
+    text = whole(after_tool)
+    assert after_tool.report["layers"]["recent"]["kept_tails"] == []
+    assert "on leave" not in text
+    assert text.count("We agreed on $29.") == 1 and text.count("Learned during task 1.") == 1
+
+
+def test_a_fact_changed_during_a_tool_loop_is_shown_as_it_is_now():
+    live = LiveSession(Policy(detailed_tasks=8, fold_batch=4))
+    live.memory = [MemoryEntry(id=5, text="The Team plan costs $25.", kind="project")]  # in layer 2
+    live.run_task(1)
+
+    def change_the_price(live):
+        live.memory = [m for m in live.memory if m.id != 5] + [
+            MemoryEntry(id=5, text="The Team plan costs $29.", kind="project", fresh=True)
+        ]
+
+    live.run_task(2, during_loop=change_the_price)
+    after_tool = live.calls[3]
+
+    assert "$25" not in whole(after_tool)
+    assert whole(after_tool).count("The Team plan costs $29.") == 1

@@ -308,3 +308,15 @@ def test_the_tail_a_task_was_shown_stays_in_front_of_it_in_the_next_prompt(offic
     assert [m.content for m in window[-3:]] == [tail, "Plan the launch party", "Booked the venue."]
     assert following.report["layers"]["recent"]["kept_tails"] == [task.turn]
     assert "May 4" not in following.messages[-1].content and len(following.messages) == len(window) + 1
+
+
+def test_a_later_call_of_a_tool_loop_continues_the_plan_its_first_call_made(direct_channel):
+    session = imported(direct_channel, 12)
+    Task.objects.filter(session=session, turn=12).update(prompt_report={"plan": {"boundary": 0, "levels": {}}})
+    task, _ = services.start_task(session=session, instruction="Plan the launch party")
+    first = prompts.build_for_stored_task(task)
+
+    later = prompts.load_prompt_inputs(session=session, instruction="Plan the launch party", turn=task.turn)
+
+    assert first.report["plan"]["boundary"] == 4  # the window grew past 8 + 3: tasks 1–4 fold
+    assert later.previous_plan == context.WindowPlan.from_json(first.report["plan"])
