@@ -440,7 +440,8 @@ def plan_window(
         kept = {t: previous.levels[t] for t in window if t in previous.levels}
         tails = tail_chars or {}
         with_tails = {t: {lv: size + tails.get(t, 0) for lv, size in sizes[t].items()} for t in window}
-        levels = _append(with_tails, kept, [t for t in window if t not in kept], budget)
+        new = [t for t in window if t not in kept]
+        levels = _append(with_tails, kept, new, budget)
         if levels is not None:
             return WindowPlan(boundary=boundary, levels=levels, continued=True)
         # Nothing appended fits even shortened: the next batch folds now (early), and the
@@ -449,8 +450,10 @@ def plan_window(
         if early:
             boundary = early[-1]
             window = window[len(early) :]
+            # No new task: a coworker continuing another's plan beside its own kept tails (a meeting).
+            why = "the newest task did not fit" if new else "the window with the tails kept in it did not fit"
             notes.append(
-                f"task{'s' if len(early) > 1 else ''} {_span(early)} folded early: the newest task did not fit "
+                f"task{'s' if len(early) > 1 else ''} {_span(early)} folded early: {why} "
                 f"in {budget:,} characters even shortened"
             )
     return _plan_epoch(policy, sizes, boundary, window, notes, tail_estimate)

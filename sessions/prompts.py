@@ -114,12 +114,13 @@ def load_prompt_inputs(
     )
     # The tails the window's tasks were shown (the builder keeps those of this epoch), and the
     # current task's own when an earlier step of its tool loop stored it.
+    stored_tails = Task.objects.filter(
+        session=session, turn__gt=summarized_through, turn__lte=turn, prompt_report__isnull=False
+    ).values_list("turn", "prompt_report__tail")
     shown_tails = {
-        turn: context.ShownTail.from_json(tail)
-        for turn, tail in Task.objects.filter(
-            session=session, turn__gt=summarized_through, turn__lte=turn, prompt_report__isnull=False
-        ).values_list("turn", "prompt_report__tail")
-        if tail
+        task_turn: tail
+        for task_turn, data in stored_tails
+        if (tail := context.ShownTail.from_json(data)) is not None  # none stored, or an older kind
     }
     snapshot = summary.created_at if summary else session.started_at
     memory = tuple(

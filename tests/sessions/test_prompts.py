@@ -320,3 +320,14 @@ def test_a_later_call_of_a_tool_loop_continues_the_plan_its_first_call_made(dire
 
     assert first.report["plan"]["boundary"] == 4  # the window grew past 8 + 3: tasks 1–4 fold
     assert later.previous_plan == context.WindowPlan.from_json(first.report["plan"])
+
+
+def test_a_tail_stored_in_an_older_form_is_left_out_and_the_prompt_still_builds(office, direct_channel):
+    session = imported(direct_channel, 3)
+    old_tail = {"text": "# Recalled from earlier in this conversation\n- Task 1: old", "boundary": 0, "summarized_through": 0}
+    Task.objects.filter(session=session, turn=3).update(prompt_report={"plan": {"boundary": 0, "levels": {}}, "tail": old_tail})
+
+    prompt = prompts.build_for_task(session=session, instruction="What next?", turn=4)
+
+    assert prompt.report["layers"]["recent"]["kept_tails"] == []
+    assert "- Task 1: old" not in "".join(str(m.content) for m in prompt.messages)
