@@ -138,7 +138,7 @@ function reportContent(answer) {
         el("dt", { text: "As a short digest" }), el("dd", {}, turnChips(report.digested_tasks)),
         el("dt", { text: "In the summary" }), el("dd", { text: through ? `tasks 1–${through}` : "none yet" }),
         el("dt", { text: "Recalled by relevance" }), el("dd", {}, turnChips(report.recalled_tasks || layers.recalled?.tasks)),
-        el("dt", { text: "Shown again after what they recalled" }), el("dd", {}, turnChips(layers.recent?.kept_tails)),
+        el("dt", { text: "With the notes they were first shown" }), el("dd", {}, turnChips(layers.recent?.kept_tails)),
       ),
     );
   }
