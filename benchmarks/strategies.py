@@ -127,10 +127,26 @@ def tasks_by_turn(conversation: Conversation) -> dict[int, TaskRecords]:
     return {task.turn: task for task in group_tasks(order_chain(conversation.records))}
 
 
+class RendersCurrentTask:
+    """A baseline's requests: the current task as text (its instruction, then its tool loop so
+    far), after whatever history the strategy keeps (`_build`)."""
+
+    _tasks: dict[int, TaskRecords]
+
+    def request(self, turn: int, instruction: str) -> Request:
+        return self._build(render_user(instruction))
+
+    def step(self, turn: int, upto: int) -> Request:
+        return self._build(render_task(self._tasks[turn], upto))
+
+    def _build(self, current: str) -> Request:
+        raise NotImplementedError
+
+
 # (a) The full history ------------------------------------------------------------------
 
 
-class FullHistory:
+class FullHistory(RendersCurrentTask):
     """Every earlier record, in order, after a fixed system text: what a checkpointer resends."""
 
     name = "full_history"
@@ -139,12 +155,6 @@ class FullHistory:
         self._tasks = tasks_by_turn(conversation)
         self._system = SYSTEM_TEXT[conversation.language]
         self._rendered: list[str] = []
-
-    def request(self, turn: int, instruction: str) -> Request:
-        return self._build(render_user(instruction))
-
-    def step(self, turn: int, upto: int) -> Request:
-        return self._build(render_task(self._tasks[turn], upto))
 
     def _build(self, current: str) -> Request:
         started = time.perf_counter()
@@ -191,7 +201,7 @@ def _units(record: Record) -> tuple[list[str], list[str]]:
     return spoken, traffic
 
 
-class HermesCompactor:
+class HermesCompactor(RendersCurrentTask):
     """Hermes agent's context compression, simulated without a model.
 
     When the prompt passes `threshold` of the window (estimated tokens: 4 characters a
@@ -252,12 +262,6 @@ class HermesCompactor:
 
     def prompt_tokens(self, current: str) -> int:
         return self._system_tokens + estimate_tokens(self._summary) + self._history_tokens + estimate_tokens(current)
-
-    def request(self, turn: int, instruction: str) -> Request:
-        return self._build(render_user(instruction))
-
-    def step(self, turn: int, upto: int) -> Request:
-        return self._build(render_task(self._tasks[turn], upto))
 
     def _build(self, current: str) -> Request:
         started = time.perf_counter()

@@ -199,7 +199,7 @@ class ShownTail:
     @classmethod
     def from_json(cls, data: Mapping[str, Any] | None) -> ShownTail | None:
         if not data or "beside_memory" not in data:
-            return None  # none stored, or stored before tails said what they were built beside
+            return None  # none stored, or not in the form to_json writes
         return cls(
             text=data["text"],
             boundary=int(data["boundary"]),

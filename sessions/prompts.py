@@ -106,10 +106,10 @@ def load_prompt_inputs(
 
     # The plan to continue: the previous task's, or on a later call of this task's tool loop,
     # the one its first call made (so every call of a task shows the same window).
-    previous_report = (
+    previous_plan = (
         Task.objects.filter(session=session, turn__lte=turn, prompt_report__isnull=False)
         .order_by("-turn")
-        .values_list("prompt_report", flat=True)
+        .values_list("prompt_report__plan", flat=True)
         .first()
     )
     # The tails the window's tasks were shown (the builder keeps those of this epoch), and the
@@ -120,7 +120,7 @@ def load_prompt_inputs(
     shown_tails = {
         task_turn: tail
         for task_turn, data in stored_tails
-        if (tail := context.ShownTail.from_json(data)) is not None  # none stored, or an older kind
+        if (tail := context.ShownTail.from_json(data)) is not None  # none stored, or not in this form
     }
     snapshot = summary.created_at if summary else session.started_at
     memory = tuple(
@@ -149,7 +149,7 @@ def load_prompt_inputs(
         tasks=tasks,
         current=tuple(current),
         recall=recall,
-        previous_plan=context.WindowPlan.from_json((previous_report or {}).get("plan")),
+        previous_plan=context.WindowPlan.from_json(previous_plan),
         recall_chars=policy.recall_chars,
         shown_tails=shown_tails,
         coworker=coworker.slug if coworker else "",

@@ -322,7 +322,7 @@ def test_a_later_call_of_a_tool_loop_continues_the_plan_its_first_call_made(dire
     assert later.previous_plan == context.WindowPlan.from_json(first.report["plan"])
 
 
-def test_a_tail_stored_in_an_older_form_is_left_out_and_the_prompt_still_builds(office, direct_channel):
+def test_a_tail_stored_in_another_form_is_left_out_and_the_prompt_still_builds(office, direct_channel):
     session = imported(direct_channel, 3)
     old_tail = {"text": "# Recalled from earlier in this conversation\n- Task 1: old", "boundary": 0, "summarized_through": 0}
     Task.objects.filter(session=session, turn=3).update(prompt_report={"plan": {"boundary": 0, "levels": {}}, "tail": old_tail})
