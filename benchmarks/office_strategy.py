@@ -109,8 +109,7 @@ class BuilderStrategy:
         self._store(turn)
         task = Task.objects.get(session=self.session, turn=turn)
         Task.objects.filter(pk=task.pk).update(status=Task.Status.DONE)
-        # The same upkeep a live task gets, run inline instead of in the background.
-        prompts.index_task_terms(self.session, self.tasks[turn])
+        # The same upkeep a live task gets, run inline instead of in the background (storing indexed it).
         upkeep.memory.extract_memory(task_id=task.pk, provider=self.provider)
         target = upkeep.folding.fold_target(self.session, completed=turn)
         if target > self.summarized[0]:

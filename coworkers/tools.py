@@ -9,7 +9,6 @@ bounded by the context's office: no tool sees another office's rows.
 from __future__ import annotations
 
 import logging
-import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -20,11 +19,9 @@ from django.utils import timezone
 from office import documents
 from office.models import Channel, Document
 from sessions import context as prompt_context
-from sessions import extract, history, relevance
+from sessions import extract, prompts, relevance
 from sessions.memory import apply_decision
-from sessions.models import MemoryItem, Message, Session, Task
-from sessions.prompts import RECALL_TERMS, newest_postings
-from sessions.services import record_from_row, task_messages
+from sessions.models import MemoryItem, Session, Task
 
 from .models import Coworker
 from .providers.base import ToolSpec
@@ -124,12 +121,13 @@ TOOL_SPECS: tuple[ToolSpec, ...] = (
     ),
     ToolSpec(
         "search_history",
-        "Search the earlier tasks of this conversation for what was asked and answered, best match first. Use it "
-        "when the user refers to something discussed before that is not in front of you.",
+        "Search the earlier tasks of this conversation and this channel's earlier conversations for what was "
+        "asked and answered, best match first, with dates. Use it when the user refers to something discussed "
+        "before that is not in front of you.",
         _schema(
             {
                 "query": _string("Keywords to look for, e.g. “Team plan price”."),
-                "limit": {"type": "integer", "minimum": 1, "maximum": SEARCH_MAX, "description": f"How many tasks to return (default {SEARCH_DEFAULT})."},
+                "limit": {"type": "integer", "minimum": 1, "maximum": SEARCH_MAX, "description": f"How many exchanges to return (default {SEARCH_DEFAULT})."},
             },
             ("query",),
         ),
@@ -308,50 +306,18 @@ def _known_items(office_id: int) -> list[extract.Existing]:
 
 
 def _search_history(context: ToolContext, args: dict) -> ToolOutcome:
+    """The recalled layer's search, asked by the coworker: this conversation's earlier tasks and
+    the channel's earlier conversations, best first."""
     query, limit = args["query"], args.get("limit", SEARCH_DEFAULT)
     session = Session.objects.filter(pk=context.session_id, channel__office_id=context.office_id).first()
     if session is None:
         raise ToolFailed("This conversation's history is not available.")
-    through = context.turn - 1  # the current task is not history yet
-    if through < 1:
-        return ToolOutcome("This is the first task of the conversation; there is no earlier history to search.")
-    turns = rank_turns(session.pk, query, through=through, limit=limit)
-    if not turns:
-        return ToolOutcome(f"No earlier task of this conversation mentions “{query}”. Try other words.")
-    rows = task_messages(session, turn__in=turns).filter(role__in=[Message.Role.USER, Message.Role.ASSISTANT])
-    by_turn: dict[int, list[history.Record]] = {}
-    for row in rows:
-        by_turn.setdefault(row.turn, []).append(record_from_row(row))
-    lines = [f"Earlier tasks of this conversation matching “{query}”, best first:"]
-    for turn in turns:
-        task = history.TaskRecords(turn=turn, records=tuple(by_turn.get(turn, ())))
-        who = next((r.coworker for r in task.records if r.role == "assistant" and r.coworker), None)
-        answer = task.final_answer
-        lines.append(
-            f"- Task {turn}{f' ({who})' if who else ''}: "
-            f"{prompt_context.shorten(task.instruction, SEARCH_INSTRUCTION_CHARS)} → "
-            + (prompt_context.snippet(answer, query, SEARCH_ANSWER_CHARS) if answer else "(no answer)")
-        )
-    return ToolOutcome("\n".join(lines))
-
-
-def rank_turns(session_id: int, query: str, *, through: int, limit: int) -> list[int]:
-    """Turns up to `through` sharing the query's terms in the recall index, best first.
-
-    The scoring of sessions.prompts.find_recall_candidates (rarer terms weigh more), reading
-    the same bounded postings, but returning up to `limit` turns rather than its fixed few.
-    """
-    terms = sorted(set(relevance.tokens(query)), key=lambda t: (-len(t), t))[:RECALL_TERMS]
-    found: dict[str, int] = {}
-    postings = newest_postings(session_id, terms, through=through)
-    for term, _, _ in postings:
-        found[term] = found.get(term, 0) + 1
-    scores: dict[int, float] = {}
-    for term, turn, weight in postings:
-        # Postings are capped per term, so a very common term reads a little rarer than it is,
-        # the same approximation recall makes.
-        scores[turn] = scores.get(turn, 0.0) + weight * math.log(1 + through / found[term])
-    return sorted(scores, key=lambda turn: (-scores[turn], -turn))[:limit]
+    found = prompts.find_recall_candidates(session, query, through=context.turn - 1)[:limit]
+    if not found:
+        return ToolOutcome(f"Nothing earlier in this channel mentions “{query}”. Try other words.")
+    lines = [f"Earlier exchanges matching “{query}”, best first:"]
+    lines.extend(prompt_context.render_exchange(candidate) for candidate in found)
+    return ToolOutcome("\n\n".join(lines))
 
 
 # Handoff -------------------------------------------------------------------------------

@@ -17,7 +17,7 @@ from django.utils.text import Truncator
 from office.admin import AppendOnlyAdmin, DeletesWholeSessions, ReadOnlyAdmin
 
 from . import policy as policy_rules
-from .models import ContextPolicy, MemoryEvent, MemoryItem, Message, RecallTerm, Session, SummaryVersion, Task
+from .models import ContextPolicy, MemoryEvent, MemoryItem, Message, SearchEntry, Session, SummaryVersion, Task
 
 # The session page renders at most this many messages, so a long session's page stays fast.
 CHAIN_LIMIT = 500
@@ -254,12 +254,11 @@ class MemoryEventAdmin(ReadOnlyAdmin, admin.ModelAdmin):
     readonly_fields = ["office", "item", "action", "before", "after", "reason", "source_task", "actor", "created_at"]
 
 
-@admin.register(RecallTerm)
-class RecallTermAdmin(ReadOnlyAdmin, admin.ModelAdmin):
-    """The recall index (rebuilt from the history if lost), for looking, not editing."""
+@admin.register(SearchEntry)
+class SearchEntryAdmin(ReadOnlyAdmin, admin.ModelAdmin):
+    """The search index: each message's words as the engine sees them, for looking, not editing."""
 
-    list_display = ["term", "session", "turn", "weight"]
-    search_fields = ["term"]
-    raw_id_fields = ["session"]
+    list_display = ["message", "channel", "session", "turn", "role"]
+    search_fields = ["terms"]
+    raw_id_fields = ["message", "session", "channel"]
     show_full_result_count = False
-

@@ -107,22 +107,36 @@ class MemoryEntry:
 
 @dataclass(frozen=True)
 class RecallCandidate:
-    """An older, already summarized task that the loader found relevant."""
+    """An earlier exchange the search found: a user message and the reply it got, verbatim.
+
+    From this session's tasks outside the detailed window, or from the channel's earlier
+    sessions. `before` is the reply the user message answers, and `after` the user message
+    that answers this reply, when the exchange continues its neighbour (a question asked
+    across the boundary of two tasks); either may be empty.
+    """
 
     turn: int
     instruction: str
     answer: str
     coworker: str | None = None
-    # How much of the instruction's informative vocabulary the task shares (0 to 1, rarer terms weigh more).
-    coverage: float = 1.0
+    session: int = 0
+    score: float = 1.0  # the search's, larger is better
+    when: str = ""  # when it was said, as people read a date
+    earlier_session: bool = False
+    matched: tuple[str, ...] = ()  # the words of the exchange that matched, as written
+    before: str = ""
+    after: str = ""
+
+    @property
+    def key(self) -> tuple[int, int]:
+        return self.session, self.turn
 
 
-# Recall only what clearly bears on the instruction: a stray shared word is not enough.
-RECALL_MIN_COVERAGE = 0.6
-# Of a recalled answer, the sentences that bear on the instruction, up to this many characters.
-RECALL_ANSWER_CHARS = 400
-# The few old tasks that bear on the instruction, not a second history.
-RECALL_MAX_TASKS = 2
+# Recall keeps the exchanges scoring at least this share of the best one's score: below it, the
+# search is matching stray common words. Calibrated on bench_recall (docs/context.md, "Recall").
+RECALL_CUTOFF = 0.35
+# A recalled message longer than this keeps its head and tail (the rest is in the history).
+RECALL_MESSAGE_CHARS = 2_000
 
 
 @dataclass(frozen=True)
@@ -160,7 +174,7 @@ class ShownTail:
     text: str
     boundary: int  # the plan's boundary when it was shown
     summarized_through: int  # and the summary's
-    recalled: tuple[int, ...] = ()
+    recalled: tuple[tuple[int, int], ...] = ()  # the exchanges it recalled: (session, turn)
     # Who was shown it: its fresh memory may be that coworker's own, so no one else is.
     coworker: str = ""
     memory: tuple[str, ...] = ()  # the memory lines it listed
@@ -189,7 +203,7 @@ class ShownTail:
             "text": self.text,
             "boundary": self.boundary,
             "summarized_through": self.summarized_through,
-            "recalled": list(self.recalled),
+            "recalled": [list(key) for key in self.recalled],
             "coworker": self.coworker,
             "memory": list(self.memory),
             "beside_tails": list(self.beside_tails),
@@ -198,13 +212,13 @@ class ShownTail:
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any] | None) -> ShownTail | None:
-        if not data or "beside_memory" not in data:
+        if not data or "beside_memory" not in data or not all(isinstance(k, list) for k in data["recalled"]):
             return None  # none stored, or not in the form to_json writes
         return cls(
             text=data["text"],
             boundary=int(data["boundary"]),
             summarized_through=int(data["summarized_through"]),
-            recalled=tuple(int(t) for t in data["recalled"]),
+            recalled=tuple((int(session), int(turn)) for session, turn in data["recalled"]),
             coworker=data["coworker"],
             memory=tuple(data["memory"]),
             beside_tails=tuple(int(t) for t in data["beside_tails"]),
@@ -232,6 +246,7 @@ class PromptInputs:
     # The tails earlier tasks (and, on a later step of its tool loop, the current task) were shown.
     shown_tails: Mapping[int, ShownTail] = field(default_factory=dict)
     coworker: str = ""  # the slug of who this prompt is for
+    session: int = 0  # the session's id, so recall can tell this session's exchanges from earlier ones
 
 
 # Output -------------------------------------------------------------------
@@ -262,13 +277,13 @@ def build_prompt(inputs: PromptInputs) -> Prompt:
     instruction = Record(id=CURRENT_ID, previous=None, turn=inputs.turn, role="user", content=inputs.instruction)
     rendered = _render_levels(window_records, [instruction, *inputs.current], policy)
 
-    # Tails shown in this epoch stay where they were; the plan counts them with their tasks.
-    # One listing memory since forgotten or changed goes (what it still holds goes to the new tail).
+    # Tails shown in this epoch stay where they were, in front of their tasks (see "Tails" in
+    # docs/context.md). One listing memory since forgotten or changed goes.
     previous_boundary = inputs.previous_plan.boundary if inputs.previous_plan else None
     memory_lines = {_memory_line(m) for m in inputs.memory}
     epoch_tails = {
         t: tail
-        for t, tail in inputs.shown_tails.items()
+        for t, tail in sorted(inputs.shown_tails.items())
         if t in by_turn
         and tail.text
         and tail.coworker == inputs.coworker
@@ -282,20 +297,16 @@ def build_prompt(inputs: PromptInputs) -> Prompt:
         completed=completed,
         previous=inputs.previous_plan,
         notes=notes,
-        tail_chars={t: len(tail.text) for t, tail in epoch_tails.items()},
-        tail_estimate=_average_tail(inputs.shown_tails, by_turn),
     )
-    # A fold (batch or early) starts a new epoch: the prefix changes there anyway, and the
-    # tails go (their recalled tasks are in the summary; their fresh memory in layer 2 or the new tail).
-    kept_tails = {t: tail for t, tail in epoch_tails.items() if plan.continued and t in plan.levels}
     detailed_turns = sorted(plan.levels)
     digested_turns = [t for t in sorted(by_turn) if t <= plan.boundary]
+    recent_chars = sum(rendered.sizes[t][plan.levels[t]] for t in detailed_turns)
 
     # Layer 1: system.
     system_text = inputs.system.strip()
 
     # Layer 2: long-term memory (stable part) and the fresh part that goes to the tail.
-    stable, fresh, memory_note = select_memory(inputs.memory, inputs.instruction, policy.memory_chars)
+    stable, fresh, memory_note = select_memory(inputs.memory, inputs.instruction, policy.memory_chars - MEMORY_FRAME_CHARS)
     if memory_note:
         notes.append(memory_note)
     memory_text = _memory_block(stable)
@@ -308,6 +319,23 @@ def build_prompt(inputs: PromptInputs) -> Prompt:
     if summary_note:
         notes.append(summary_note)
 
+    # One budget for the request: the layers' budgets added up. What memory, the summary and
+    # the window leave unused goes to recall: kept tails first (a fold drops them; so does a
+    # request they would take over the budget), then this task's tail.
+    # Fresh memory is memory (select_memory kept it within memory_chars, frames included): its
+    # room is set aside before the tails take theirs.
+    budget = policy.memory_chars + policy.summary_chars + policy.detailed_chars + inputs.recall_chars
+    fresh_room = len(_tail_text([_memory_line(m) for m in fresh], []))
+    room = budget - len(memory_text) - len(summary_text) - recent_chars - fresh_room
+    kept_tails: dict[int, ShownTail] = {}
+    if plan.continued:
+        for t, tail in epoch_tails.items():
+            if t not in plan.levels or len(tail.text) > room:
+                break  # the tails after it go too: the prompt changes from here on anyway
+            kept_tails[t] = tail
+            room -= len(tail.text)
+    room += fresh_room
+
     # Layer 4: recent tasks in detail, each after the tail it was shown (this epoch).
     recent_messages = []
     for t in detailed_turns:
@@ -315,43 +343,49 @@ def build_prompt(inputs: PromptInputs) -> Prompt:
             recent_messages.append(HumanMessage(kept_tails[t].text))
         recent_messages.extend(rendered.by_level[t][plan.levels[t]])
 
-    # Tail: recalled old tasks and fresh memory, between the window and the current task,
+    # Tail: recalled exchanges and fresh memory, between the window and the current task,
     # leaving out what a kept tail already shows. A later call of the tool loop shows the
     # tail its first call showed, unless what that tail was built beside has changed.
     beside_tails, beside_memory = tuple(sorted(kept_tails)), tuple(m.id for m in stable)
     setting = (inputs.coworker, plan.boundary, inputs.summarized_through, beside_tails, beside_memory)
     own_tail = inputs.shown_tails.get(inputs.turn)
-    if own_tail is not None and own_tail.still_fits(setting, memory_lines):
+    recall_room = 0
+    if own_tail is not None and own_tail.still_fits(setting, memory_lines) and len(own_tail.text) <= room:
         tail = own_tail
     else:
         shown_lines = {line for kept in kept_tails.values() for line in kept.memory}
         fresh_lines = [_memory_line(m) for m in fresh if _memory_line(m) not in shown_lines]
-        recalled_turns, recall_text = _recall_block(
+        # The tasks still to come before the next fold will want recall too: each is set aside
+        # recall_chars of what is free, but never more than half of it.
+        to_come = max(policy.detailed_tasks + policy.fold_batch - 1 - len(detailed_turns), 0)
+        free = max(room - len(_tail_text(fresh_lines, [])), 0)
+        recall_room = free - min(to_come * inputs.recall_chars, free // 2) if inputs.recall_chars else 0
+        recalled = select_recall(
             inputs.recall,
-            fresh_lines,
-            inputs.instruction,
-            inputs.recall_chars,
-            shown_turns={turn for kept in kept_tails.values() for turn in kept.recalled},
+            recall_room,
+            leave_out={(inputs.session, t) for t in detailed_turns}
+            | {key for kept in kept_tails.values() for key in kept.recalled},
         )
         tail = ShownTail(
-            recall_text,
+            _tail_text(fresh_lines, recalled),
             plan.boundary,
             inputs.summarized_through,
-            tuple(recalled_turns),
+            tuple(c.key for c in recalled),
             inputs.coworker,
             tuple(fresh_lines),
             beside_tails,
             beside_memory,
         )
-    recalled_turns, recall_text = list(tail.recalled), tail.text
+    by_key = {c.key: c for c in inputs.recall}
+    recalled = [by_key[key] for key in tail.recalled if key in by_key]
 
     # Layer 5: the current task: the instruction and its own tool loop so far.
     current_messages = rendered.current
 
     messages: list[BaseMessage] = list(recent_messages)
     window_end = len(messages) - 1
-    if recall_text:
-        messages.append(HumanMessage(recall_text))
+    if tail.text:
+        messages.append(HumanMessage(tail.text))
     messages.extend(current_messages)
 
     system_blocks = tuple(block for block in (system_text, memory_text, summary_text) if block)
@@ -359,9 +393,8 @@ def build_prompt(inputs: PromptInputs) -> Prompt:
         "system": system_text,
         "memory": memory_text,
         "summary": summary_text,
-        "recent": sum(rendered.sizes[t][plan.levels[t]] for t in detailed_turns)
-        + sum(len(kept.text) for kept in kept_tails.values()),
-        "recalled": recall_text,
+        "recent": recent_chars,
+        "recalled": tail.text,
         "current": _chars(current_messages),
     }
     report = _report(
@@ -370,22 +403,17 @@ def build_prompt(inputs: PromptInputs) -> Prompt:
         recent_messages=recent_messages,
         current_messages=current_messages,
         stable=stable,
-        fresh_shown=[m for m in fresh if m.text in recall_text],
+        fresh_shown=[m for m in fresh if _memory_line(m) in tail.memory],
         plan=plan,
         detailed_turns=detailed_turns,
         digested_turns=digested_turns,
-        recalled_turns=recalled_turns,
-        kept_tails=sorted(kept_tails),
+        recalled=recalled,
+        kept_tails=kept_tails,
         tail=tail,
+        budget={"total": budget, "recall_room": recall_room},
         notes=notes,
     )
     return Prompt(system=system_blocks, messages=tuple(messages), window_end=window_end, report=report)
-
-
-def _average_tail(tails: Mapping[int, ShownTail], turns: Mapping[int, Any]) -> int:
-    """The average tail the unfolded tasks were shown (empty ones count): what the next ones will likely bring."""
-    shown = [len(tail.text) for turn, tail in tails.items() if turn in turns]
-    return sum(shown) // len(shown) if shown else 0
 
 
 # The window plan ------------------------------------------------------------
@@ -409,8 +437,6 @@ def plan_window(
     completed: int,
     previous: WindowPlan | None,
     notes: list[str] | None = None,
-    tail_chars: Mapping[int, int] | None = None,
-    tail_estimate: int = 0,
 ) -> WindowPlan:
     """Decide the fold boundary and each detailed task's rendering level.
 
@@ -424,11 +450,8 @@ def plan_window(
     being appended (its tool results digested, then its long messages
     shortened); when even that does not fit, the fold comes early, and the new
     epoch is planned from scratch in DESIGN's order, oldest tool results first.
-
-    `tail_chars[turn]` is the tail a task was shown in this epoch: it stays in
-    front of the task while the epoch lasts, so it counts with the task there,
-    and goes when a new epoch is planned. A new epoch leaves room for the tasks
-    to come and, for each, a tail of about `tail_estimate` characters.
+    (Tails kept in front of their tasks are not counted here: they share the
+    request's unused budget with recall; see build_prompt.)
     """
     notes = notes if notes is not None else []
     budget = policy.detailed_chars
@@ -438,10 +461,8 @@ def plan_window(
     window = [t for t in range(boundary + 1, completed + 1) if t in sizes]
     if previous is not None and previous.boundary == boundary:
         kept = {t: previous.levels[t] for t in window if t in previous.levels}
-        tails = tail_chars or {}
-        with_tails = {t: {lv: size + tails.get(t, 0) for lv, size in sizes[t].items()} for t in window}
         new = [t for t in window if t not in kept]
-        levels = _append(with_tails, kept, new, budget)
+        levels = _append(sizes, kept, new, budget)
         if levels is not None:
             return WindowPlan(boundary=boundary, levels=levels, continued=True)
         # Nothing appended fits even shortened: the next batch folds now (early), and the
@@ -450,13 +471,13 @@ def plan_window(
         if early:
             boundary = early[-1]
             window = window[len(early) :]
-            # No new task: a coworker continuing another's plan beside its own kept tails (a meeting).
-            why = "the newest task did not fit" if new else "the window with the tails kept in it did not fit"
+            # No new task: the budget was lowered since the window was planned.
+            why = "the newest task did not fit" if new else "the window no longer fit its budget"
             notes.append(
                 f"task{'s' if len(early) > 1 else ''} {_span(early)} folded early: {why} "
                 f"in {budget:,} characters even shortened"
             )
-    return _plan_epoch(policy, sizes, boundary, window, notes, tail_estimate)
+    return _plan_epoch(policy, sizes, boundary, window, notes)
 
 
 def _append(
@@ -466,7 +487,7 @@ def _append(
     levels = dict(kept)
     used = sum(sizes[t][level] for t, level in levels.items())
     if used > budget:
-        return None  # never the case when each task (and its tail) was appended within the budget
+        return None  # never the case when each task was appended within the same budget
     for turn in new:
         level = next((lv for lv in LEVELS if used + sizes[turn][lv] <= budget), None)
         if level is None:
@@ -482,7 +503,6 @@ def _plan_epoch(
     boundary: int,
     window: list[int],
     notes: list[str],
-    tail_estimate: int = 0,
 ) -> WindowPlan:
     """Levels for a window at the start of an epoch (a fold, or the first build): DESIGN's order,
     oldest first, leaving room for the tasks the window will gain before the next fold."""
@@ -494,7 +514,7 @@ def _plan_epoch(
 
     # Oldest tool results first (they matter least), then the oldest long messages, until
     # the tasks still to come before the next fold can simply be appended.
-    target = budget - _room_for_growth(policy, sizes, window, tail_estimate)
+    target = budget - _room_for_growth(policy, sizes, window)
     for level in (TOOLS_DIGESTED, SHORTENED):
         for turn in window:
             if total() <= target:
@@ -519,11 +539,8 @@ def _span(turns: list[int]) -> str:
     return f"{turns[0]}–{turns[-1]}" if len(turns) > 1 else str(turns[0])
 
 
-def _room_for_growth(
-    policy: Policy, sizes: Mapping[int, Mapping[str, int]], window: list[int], tail_estimate: int = 0
-) -> int:
-    """Characters the tasks still to come before the next fold will likely need: the window's
-    average task, and the tail each will have been shown (`tail_estimate`, recent tasks' average).
+def _room_for_growth(policy: Policy, sizes: Mapping[int, Mapping[str, int]], window: list[int]) -> int:
+    """Characters the tasks still to come before the next fold will likely need: the window's average task.
 
     The average, not the largest: reserving more digests older tool results for the whole
     epoch to spare the odd larger task being digested on arrival (until the next fold).
@@ -531,7 +548,7 @@ def _room_for_growth(
     to_come = policy.detailed_tasks + policy.fold_batch - 1 - len(window)
     if to_come <= 0 or not window:
         return 0
-    average = sum(sizes[t][FULL] for t in window) // len(window) + tail_estimate
+    average = sum(sizes[t][FULL] for t in window) // len(window)
     # Never reserve so much that today's tasks are squeezed below half the budget.
     return min(to_come * average, policy.detailed_chars // 2)
 
@@ -666,11 +683,14 @@ def _memory_line(item: MemoryEntry) -> str:
     return f"- [{item.kind}] {item.text}"
 
 
+MEMORY_INTRO = "Durable facts about the user, the company and past decisions."
+
+
 def _memory_block(items: Sequence[MemoryEntry]) -> str:
     if not items:
         return ""
     lines = "\n".join(_memory_line(item) for item in items)
-    return f"{MEMORY_HEADER}\nDurable facts about the user, the company and past decisions.\n{lines}"
+    return f"{MEMORY_HEADER}\n{MEMORY_INTRO}\n{lines}"
 
 
 # Summary and digests ----------------------------------------------------------------
@@ -716,52 +736,66 @@ def _summary_block(
 # Recall -------------------------------------------------------------------------------
 
 
-def _recall_block(
-    candidates: Sequence[RecallCandidate],
-    fresh_lines: Sequence[str],
-    instruction: str,
-    budget: int,
-    shown_turns: frozenset[int] | set[int] = frozenset(),
-) -> tuple[list[int], str]:
-    """Fresh memory (counted in the memory budget) and relevant old tasks within `budget`,
-    leaving out the tasks in `shown_turns` (a tail still in the prompt shows them)."""
-    lines: list[str] = []
-    turns: list[int] = []
-    used = 0  # characters of recalled tasks only
+def select_recall(
+    candidates: Sequence[RecallCandidate], room: int, *, leave_out: set[tuple[int, int]] = frozenset()
+) -> list[RecallCandidate]:
+    """The exchanges worth showing, best first, within `room` characters.
+
+    No fixed number: every exchange scoring at least RECALL_CUTOFF of the best one, while
+    it fits. Left out: exchanges already in front of the model (`leave_out`: the detailed
+    window, kept tails), and an older exchange of a request made again (the latest counts).
+    """
+    latest: dict[str, RecallCandidate] = {}
+    for candidate in sorted(candidates, key=lambda c: c.key):
+        said = " ".join(relevance.tokens(candidate.instruction)) or f"{candidate.key}"
+        latest[said] = candidate
+    ranked = sorted(latest.values(), key=lambda c: (-c.score, -c.session, -c.turn))
+    if not ranked or room <= 0:
+        return []
+    floor = RECALL_CUTOFF * ranked[0].score
+    chosen: list[RecallCandidate] = []
+    used = len(RECALL_HEADER) + len(RECALL_FRAME) + 2
+    for candidate in ranked:
+        if candidate.score < floor:
+            break
+        if candidate.key in leave_out:
+            continue
+        size = len(render_exchange(candidate)) + 2
+        if used + size <= room:
+            chosen.append(candidate)
+            used += size
+    return chosen
+
+
+RECALL_FRAME = "(earlier exchanges that bear on this instruction, oldest first; for reference only)"
+FRESH_MEMORY_HEADER = "Memory added since the summary:"
+
+
+def _tail_text(fresh_lines: Sequence[str], recalled: Sequence[RecallCandidate]) -> str:
+    """The tail: memory added since the last fold, then the recalled exchanges in the order they happened."""
+    if not fresh_lines and not recalled:
+        return ""
+    parts = [f"{RECALL_HEADER} {RECALL_FRAME}"]
     if fresh_lines:
-        lines.append("Memory added since the summary:")
-        lines.extend(fresh_lines)
-    if budget > 0 and candidates and instruction:
-        # The same request made more than once: its latest answer is the one that counts.
-        latest: dict[str, RecallCandidate] = {}
-        for candidate in sorted(candidates, key=lambda c: c.turn):
-            latest[" ".join(relevance.tokens(candidate.instruction))] = candidate
-        unique = list(latest.values())
-        scores = relevance.Index([(c.turn, f"{c.instruction}\n{c.answer}") for c in unique]).score(instruction)
-        picked = 0
-        for candidate in sorted(unique, key=lambda c: (-scores.get(c.turn, 0.0), -c.turn)):
-            if scores.get(candidate.turn, 0.0) <= 0 or candidate.coverage < RECALL_MIN_COVERAGE:
-                continue
-            if picked >= RECALL_MAX_TASKS:
-                break
-            if candidate.turn in shown_turns:
-                picked += 1  # in the prompt already, in a kept tail: it takes its place, not twice
-                continue
-            who = f" ({candidate.coworker})" if candidate.coworker else ""
-            line = (
-                f"- Task {candidate.turn}{who}: {shorten(candidate.instruction, 300)} → "
-                f"{snippet(candidate.answer, instruction, RECALL_ANSWER_CHARS)}"
-            )
-            if used + len(line) + 1 > budget:
-                continue
-            picked += 1
-            turns.append(candidate.turn)
-            lines.append(line)
-            used += len(line) + 1
-    if not lines:
-        return [], ""
-    turns.sort()
-    return turns, f"{RECALL_HEADER} (older tasks that bear on this instruction; for reference only)\n" + "\n".join(lines)
+        parts.append(FRESH_MEMORY_HEADER + "\n" + "\n".join(fresh_lines))
+    parts.extend(render_exchange(c) for c in sorted(recalled, key=lambda c: c.key))
+    return "\n\n".join(parts)
+
+
+def render_exchange(candidate: RecallCandidate) -> str:
+    """An exchange as the model reads it: where and when, then who said what, verbatim."""
+    where = "an earlier conversation" if candidate.earlier_session else "this conversation"
+    label = f"## Task {candidate.turn} of {where}" + (f", {candidate.when}" if candidate.when else "")
+    speaker = (candidate.coworker or "coworker").capitalize()
+    lines = [label]
+    if candidate.before:
+        lines.append(f"{speaker} (the task before): {shorten(candidate.before, RECALL_MESSAGE_CHARS)}")
+    lines.append(f"User: {shorten(candidate.instruction, RECALL_MESSAGE_CHARS)}")
+    if candidate.answer:
+        lines.append(f"{speaker}: {shorten(candidate.answer, RECALL_MESSAGE_CHARS)}")
+    if candidate.after:
+        lines.append(f"User (the task after): {shorten(candidate.after, RECALL_MESSAGE_CHARS)}")
+    return "\n".join(lines)
 
 
 def snippet(text: str, query: str, limit: int) -> str:
@@ -806,12 +840,14 @@ def _report(
     plan: WindowPlan,
     detailed_turns: list[int],
     digested_turns: list[int],
-    recalled_turns: list[int],
-    kept_tails: list[int],
+    recalled: list[RecallCandidate],
+    kept_tails: Mapping[int, ShownTail],
     tail: ShownTail,
+    budget: dict,
     notes: list[str],
 ) -> dict:
     policy = inputs.policy
+    kept_chars = sum(len(kept.text) for kept in kept_tails.values())
 
     def message_tokens(messages: list[BaseMessage]) -> int:
         return sum(estimate_tokens(_text(m)) for m in messages)
@@ -831,28 +867,55 @@ def _report(
             "budget": policy.detailed_chars,
             "tasks": detailed_turns,
             "levels": {str(t): plan.levels[t] for t in detailed_turns},
-            "kept_tails": kept_tails,
+            "kept_tails": sorted(kept_tails),
         },
-        "recalled": _layer(
-            layer_texts["recalled"],
-            budget=inputs.recall_chars,
-            tasks=recalled_turns,
-            memory_items=[m.id for m in fresh_shown],
-        ),
+        # This task's tail, and (kept_chars) the tails still in front of earlier tasks of the window.
+        "recalled": {
+            "chars": len(layer_texts["recalled"]) + kept_chars,
+            "tokens": estimate_tokens(layer_texts["recalled"]) + sum(estimate_tokens(k.text) for k in kept_tails.values()),
+            "budget": inputs.recall_chars,
+            "room": budget["recall_room"],
+            "kept_chars": kept_chars,
+            "tasks": [c.turn for c in sorted(recalled, key=lambda c: c.key) if c.session == inputs.session],
+            "exchanges": [_recalled_entry(c) for c in sorted(recalled, key=lambda c: c.key)],
+            "memory_items": [m.id for m in fresh_shown],
+        },
         "current": {"chars": layer_texts["current"], "tokens": message_tokens(current_messages)},
     }
     total_chars = sum(layer["chars"] for layer in layers.values())
+    budgeted = {name: layers[name]["chars"] for name in ("memory", "summary", "recent", "recalled")}
     return {
         "turn": inputs.turn,
         "layers": layers,
         "detailed_tasks": detailed_turns,
         "digested_tasks": digested_turns,
         "summarized_through": inputs.summarized_through,
-        "recalled_tasks": recalled_turns,
+        "recalled_tasks": layers["recalled"]["tasks"],
         "fold_through": plan.boundary,
+        # How the request's one budget (the layers' budgets added up) was shared; the system
+        # layer and the current task are outside it.
+        "budget": {"total": budget["total"], "used": sum(budgeted.values()), "shares": budgeted},
         "total_chars": total_chars,
         "estimated_tokens": sum(layer["tokens"] or 0 for layer in layers.values()),
         "plan": plan.to_json(),
         "tail": tail.to_json(),
         "notes": notes,
     }
+
+
+def _recalled_entry(candidate: RecallCandidate) -> dict:
+    return {
+        "session": candidate.session,
+        "turn": candidate.turn,
+        "when": candidate.when,
+        "earlier_session": candidate.earlier_session,
+        "matched": list(candidate.matched),
+        "score": round(candidate.score, 3),
+    }
+
+
+# What frames memory in the prompt, around its lines: layer 2's header and the tail's (for fresh
+# items). memory_chars covers them, so memory never takes the request past its budget.
+MEMORY_FRAME_CHARS = (
+    len(f"{MEMORY_HEADER}\n{MEMORY_INTRO}\n") + len(f"{RECALL_HEADER} {RECALL_FRAME}\n\n{FRESH_MEMORY_HEADER}\n")
+)

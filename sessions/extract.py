@@ -109,8 +109,8 @@ _GENERIC = frozenset(
     "actually remember forget user prefer preference want really".split()
 )
 # Concepts a value stands for, so "forget the launch date" finds "the launch is on May 4".
-_CONCEPTS = {"pric": "<price>", "dat": "<date>", "deadlin": "<date>", "日期": "<date>", "價格": "<price>",
-             "定價": "<price>"}
+_CONCEPTS = {stem("price"): "<price>", stem("date"): "<date>", stem("deadline"): "<date>", "日期": "<date>",
+             "價格": "<price>", "定價": "<price>"}
 _NEGATION = re.compile(r"\b(?:not|no|never|dislike|hate|stop)\b|n't\b|不|別|沒|停止", re.I)
 _CJK_END = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]$")
 

@@ -361,18 +361,22 @@ class MemoryEvent(models.Model):
         return f"{self.get_action_display()}: {(self.after or self.before)[:60]}"
 
 
-class RecallTerm(models.Model):
-    """A term of a finished task's instruction and answer: the index relevance recall searches.
+class SearchEntry(models.Model):
+    """One message as the history's full-text search sees it: its words, and where it was said.
 
-    Recall looks up a handful of the instruction's terms, a bounded number of
-    postings each, so finding old tasks costs the same at task 10 and 10,000.
+    Written with the message, in the same transaction (imports too), never for notices.
+    `terms` is the text in the search vocabulary (sessions.search_text), so SQLite's FTS5
+    table (kept in step by triggers) and PostgreSQL's GIN index over `to_tsvector('simple',
+    terms)` see exactly the same words. The channel is copied here so a search is scoped by
+    an index, not by a join through sessions. Migration 0007 creates both engines.
     """
 
+    message = models.OneToOneField(Message, on_delete=models.CASCADE, related_name="search_entry")
+    channel = models.ForeignKey(Channel, on_delete=models.CASCADE, related_name="+")
     session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="+")
-    term = models.CharField(max_length=64)
     turn = models.PositiveIntegerField()
-    weight = models.FloatField(default=1.0)
+    role = models.CharField(max_length=10)
+    terms = models.TextField()
 
     class Meta:
-        indexes = [models.Index(fields=["session", "term", "-turn"], name="recall_term_lookup")]
-        constraints = [models.UniqueConstraint(fields=["session", "term", "turn"], name="one_posting_per_task")]
+        indexes = [models.Index(fields=["channel", "session", "turn"], name="search_entry_place")]

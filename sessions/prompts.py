@@ -1,29 +1,31 @@
 """Loading a prompt's inputs from the database, and building it: the ORM side of sessions.context.
 
-Touches only the recent window, the latest summary and a bounded slice of the
-recall index: a constant number of queries, at task 10 or task 10,000.
+Touches only the recent window, the latest summary, memory and what the search engine
+finds: a constant number of queries, at task 10 or task 10,000.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
 
 from django.db import connection
 from django.db.models import Q
+from django.utils import timezone
 
 from coworkers.models import Coworker
 from office.models import Channel
 
-from . import context, history, relevance
-from .models import ContextPolicy, MemoryItem, Message, RecallTerm, Session, SummaryVersion, Task
+from . import context, history, relevance, search
+from .models import ContextPolicy, MemoryItem, Message, Session, SummaryVersion, Task
 from .policy import Policy, default_policy, with_overrides
 from .services import records_of, task_messages
 
-# Recall reads at most this many postings for at most this many instruction terms.
-RECALL_TERMS = 8
-RECALL_POSTINGS = 50
-RECALL_CANDIDATES = 4
+# Recall reads the best this many matching messages, and at most this many of their exchanges:
+# far more than a prompt can hold, so the builder's budget and cut-off decide what is shown.
+RECALL_HITS = 200
+RECALL_EXCHANGES = 60
 # Memory is read newest first, pinned always; a prompt never needs more than this many items.
 MEMORY_ROWS = 200
 
@@ -134,9 +136,14 @@ def load_prompt_inputs(
         )
         for item in memory_in_scope(channel, coworker)
     )
+    plan = context.WindowPlan.from_json(previous_plan)
     recall = ()
-    if policy.recall_chars and summarized_through and instruction.strip():
-        recall = tuple(find_recall_candidates(session, instruction, through=summarized_through))
+    if policy.recall_chars and instruction.strip():
+        # Where the window will begin (the builder drops any candidate it shows in full anyway).
+        window_start = context.batch_boundary(
+            policy, completed=turn - 1, boundary=max(summarized_through, plan.boundary if plan else 0)
+        )
+        recall = tuple(find_recall_candidates(session, instruction, through=window_start))
     return context.PromptInputs(
         policy=policy,
         system=context.render_system(system_context(channel, coworker)),
@@ -149,10 +156,11 @@ def load_prompt_inputs(
         tasks=tasks,
         current=tuple(current),
         recall=recall,
-        previous_plan=context.WindowPlan.from_json(previous_plan),
+        previous_plan=plan,
         recall_chars=policy.recall_chars,
         shown_tails=shown_tails,
         coworker=coworker.slug if coworker else "",
+        session=session.pk,
     )
 
 
@@ -166,89 +174,110 @@ def memory_in_scope(channel: Channel, coworker: Coworker | None) -> list[MemoryI
 
 
 def find_recall_candidates(session: Session, instruction: str, *, through: int) -> list[context.RecallCandidate]:
-    """Older summarized tasks that share the instruction's rarer terms, best first."""
-    terms = sorted(set(relevance.tokens(instruction)), key=lambda t: (-len(t), t))[:RECALL_TERMS]
-    postings: dict[str, list[tuple[int, float]]] = {term: [] for term in terms}
-    for term, turn, weight in newest_postings(session.pk, terms, through=through):
-        postings[term].append((turn, weight))
-    scores: dict[int, float] = {}
-    covered: dict[int, float] = {}
-    vocabulary = 0.0
-    for term, found in postings.items():
-        # A term found in many tasks says little about any one of them; one found in none
-        # is something new, and still part of what the instruction is about.
-        rarity = math.log(1 + through / len(found)) if found else math.log(1 + through)
-        vocabulary += rarity
-        for turn, weight in found:
-            scores[turn] = scores.get(turn, 0.0) + weight * rarity
-            covered[turn] = covered.get(turn, 0.0) + rarity
-    # The builder shows only tasks covering enough of the instruction: loading the others is wasted work.
-    eligible = [t for t in scores if vocabulary and covered[t] / vocabulary >= context.RECALL_MIN_COVERAGE]
-    best = sorted(eligible, key=lambda t: (-scores[t], -t))[:RECALL_CANDIDATES]
-    if not best:
+    """Earlier exchanges that bear on the instruction, best first: from this session's tasks up
+    to `through` (the ones outside the detailed window) and from the channel's earlier sessions.
+
+    One full-text search (sessions.search) over the channel's messages; the messages that
+    matched are grouped into their exchanges, and only those exchanges' words are read.
+    """
+    hits = search.search(
+        instruction, channel_ids=[session.channel_id], limit=RECALL_HITS, leave_out=(session.pk, through)
+    )
+    scores: dict[tuple[int, int], float] = {}
+    matched: dict[tuple[int, int], set[str]] = {}
+    for hit in hits:
+        key = (hit.session_id, hit.turn)
+        # An exchange is as good as its best message, and a little better for each other one that matched.
+        best = scores.get(key)
+        scores[key] = hit.score if best is None else max(best, hit.score) + 0.1 * min(best, hit.score)
+        matched.setdefault(key, set()).update(hit.matched)
+    best_keys = sorted(scores, key=lambda k: (-scores[k], -k[0], -k[1]))[:RECALL_EXCHANGES]
+    if not best_keys:
         return []
-    by_turn: dict[int, list[tuple[str, str, str]]] = {}
-    for turn, role, content, coworker in exchanges(session.pk, best):
-        by_turn.setdefault(turn, []).append((role, content, coworker))
+    said = exchanges(best_keys)
     candidates = []
-    for turn in best:
-        said = by_turn.get(turn, [])
-        instruction = next((content for role, content, _ in said if role == Message.Role.USER), "")
-        answers = [content for role, content, _ in said if role == Message.Role.ASSISTANT and content.strip()]
-        who = next((coworker for _, _, coworker in said if coworker), None)  # as the task's digest names it
-        coverage = covered[turn] / vocabulary if vocabulary else 0.0
-        candidates.append(context.RecallCandidate(turn, instruction, answers[-1] if answers else "", who, coverage))
+    for key in best_keys:
+        exchange = said.get(key)
+        if exchange is None or not exchange.instruction:
+            continue
+        previous, following = said.get((key[0], key[1] - 1)), said.get((key[0], key[1] + 1))
+        candidates.append(
+            context.RecallCandidate(
+                turn=key[1],
+                instruction=exchange.instruction,
+                answer=exchange.answer,
+                coworker=exchange.coworker,
+                session=key[0],
+                score=scores[key],
+                when=_day(exchange.when),
+                earlier_session=key[0] != session.pk,
+                matched=tuple(relevance.matching_words(f"{exchange.instruction}\n{exchange.answer}", matched[key])),
+                # A question asked across two tasks: the reply this one answers, the user's answer to this reply.
+                before=previous.answer if previous and _asks(previous.answer) else "",
+                after=following.instruction if following and _asks(exchange.answer) else "",
+            )
+        )
     return candidates
 
 
-def newest_postings(session_id: int, terms: list[str], *, through: int) -> list[tuple[str, int, float]]:
-    """The newest RECALL_POSTINGS postings of each term, in one query.
+@dataclass(frozen=True)
+class _Exchange:
+    instruction: str
+    answer: str
+    coworker: str | None
+    when: datetime | None
 
-    Each term is its own `ORDER BY turn DESC LIMIT n` walk down the (session, term,
-    -turn) index, so the database reads at most n entries a term, however long the
-    session. (The ORM cannot put LIMIT inside a UNION on SQLite, hence the SQL.)
+
+def exchanges(keys: Sequence[tuple[int, int]]) -> dict[tuple[int, int], _Exchange]:
+    """The instruction and final reply of these (session, turn) exchanges and of their neighbours.
+
+    Plain SQL: recall is the part of a build that long sessions add, and the ORM takes longer
+    to compose this than the database to run it.
     """
-    if not terms:
-        return []
-    table = RecallTerm._meta.db_table
-    one_term = (
-        f"SELECT * FROM (SELECT term, turn, weight FROM {table} "
-        "WHERE session_id = %s AND term = %s AND turn <= %s ORDER BY turn DESC LIMIT %s) AS t{n}"
+    wanted: dict[int, set[int]] = {}
+    for session_id, turn in keys:
+        wanted.setdefault(session_id, set()).update((turn - 1, turn, turn + 1))
+    where = " OR ".join(
+        f"(session_id = %s AND turn IN ({', '.join(['%s'] * len(turns))}))" for turns in wanted.values()
     )
-    sql = " UNION ALL ".join(one_term.format(n=n) for n in range(len(terms)))
-    params = [value for term in terms for value in (session_id, term, through, RECALL_POSTINGS)]
-    with connection.cursor() as cursor:
-        cursor.execute(sql, params)
-        return [(term, turn, weight) for term, turn, weight in cursor.fetchall()]
-
-
-def exchanges(session_id: int, turns: list[int]) -> list[tuple[int, str, str, str]]:
-    """(turn, role, content, coworker) of the user and assistant messages of a few tasks, in
-    chain order: only what a recalled line shows. Plain SQL, as above: recall is the part of
-    a build that long sessions add, and the ORM takes longer to compose this than to run it."""
+    params = [value for session_id, turns in wanted.items() for value in (session_id, *sorted(turns))]
     table = Message._meta.db_table
     sql = (
-        f"SELECT turn, role, content, coworker FROM {table} WHERE session_id = %s AND turn IN "
-        f"({', '.join(['%s'] * len(turns))}) AND role IN (%s, %s) ORDER BY turn, position"
+        f"SELECT session_id, turn, role, content, coworker, created_at FROM {table} "
+        f"WHERE ({where}) AND role IN (%s, %s) ORDER BY session_id, turn, position"
     )
     with connection.cursor() as cursor:
-        cursor.execute(sql, [session_id, *turns, Message.Role.USER, Message.Role.ASSISTANT])
-        return cursor.fetchall()
+        cursor.execute(sql, [*params, Message.Role.USER, Message.Role.ASSISTANT])
+        rows = cursor.fetchall()
+    found: dict[tuple[int, int], _Exchange] = {}
+    for session_id, turn, role, content, coworker, created_at in rows:
+        key = (session_id, turn)
+        now = found.get(key)
+        if role == Message.Role.USER:
+            if now is None:  # the task's instruction: its first user message
+                found[key] = _Exchange(content, "", None, _as_datetime(created_at))
+        elif now is not None and content.strip():  # the final reply: the last assistant text
+            found[key] = _Exchange(now.instruction, content, coworker or now.coworker, now.when)
+    return found
 
 
-def index_task_terms(session: Session, task: history.TaskRecords) -> None:
-    """Add a finished task to the recall index (idempotent)."""
-    RecallTerm.objects.bulk_create(_postings(session, task), ignore_conflicts=True)
+def _asks(text: str) -> bool:
+    return text.rstrip().endswith(("?", "？"))
 
 
-def _postings(session: Session, task: history.TaskRecords) -> list[RecallTerm]:
-    instruction_terms = set(relevance.tokens(task.instruction))
-    answer_terms = set(relevance.tokens(task.final_answer))
-    return [
-        # A term the user used weighs more than one only the answer used.
-        RecallTerm(session=session, term=term[:64], turn=task.turn, weight=2.0 if term in instruction_terms else 1.0)
-        for term in sorted(instruction_terms | answer_terms)
-    ]
+def _as_datetime(value) -> datetime | None:
+    # Raw SQL on SQLite gives the stored text; on PostgreSQL an aware datetime.
+    if value is None or isinstance(value, datetime):
+        return value
+    return datetime.fromisoformat(str(value))
+
+
+def _day(when: datetime | None) -> str:
+    """A date as people read it ("Mon 4 May 2026"), in the server's time zone."""
+    if when is None:
+        return ""
+    local = timezone.localtime(when) if timezone.is_aware(when) else when
+    return f"{local:%a} {local.day} {local:%b %Y}"
 
 
 def build_for_task(

@@ -1,5 +1,5 @@
 """Lexical relevance: tokens, sentences, chatter, a BM25 index and a similarity for short facts.
-Pure: imports only the standard library (no Django, no ORM, no I/O, no model calls).
+Pure: the standard library, PyStemmer and jieba (no Django, no ORM, no I/O, no model calls).
 
 Shared by memory selection, recall, history search, the extractive summary and
 the offline responder, so all of them agree on what "the same words" means.
@@ -8,11 +8,15 @@ the offline responder, so all of them agree on what "the same words" means.
 from __future__ import annotations
 
 import functools
+import logging
 import math
 import re
 from collections import Counter
 from collections.abc import Hashable, Iterable
 from typing import Generic, TypeVar
+
+import jieba
+import Stemmer
 
 K = TypeVar("K", bound=Hashable)
 
@@ -30,7 +34,7 @@ STOPWORDS = frozenset(
 # Single CJK characters that carry no topic; bigrams containing them still count.
 CJK_STOPCHARS = frozenset("的了是在我你他她它們和與及也就都而之這那有個嗎呢吧啊呀喔哦很要會把被給讓說著過為以對從到還又或")
 # Kept tiny and predictable: words that mean the same thing in this app's talk.
-SYNONYMS = {"cost": "pric", "fee": "pric"}
+SYNONYMS = {"cost": "price", "fee": "price"}
 
 _CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af"
 _TOKEN = re.compile(
@@ -38,38 +42,37 @@ _TOKEN = re.compile(
     rf"|(?P<cjk>[{_CJK}]+)"
     r"|(?P<word>[a-z\u00c0-\u024f][a-z0-9\u00c0-\u024f]*(?:'[a-z]+)?)"
 )
-_DOUBLE = re.compile(r"([bdfgkmnprt])\1$")
+
+
+_STEMMER = Stemmer.Stemmer("english")
 
 
 # Every prompt build tokenizes memory items and recalled answers again, in the same vocabulary.
 @functools.lru_cache(maxsize=65_536)
 def stem(word: str) -> str:
-    """A light, predictable English stemmer: agree/agreed/agrees/agreeing all give "agre"."""
-    if any(ch.isdigit() for ch in word) or len(word) <= 3:
+    """Snowball's English stemmer (PyStemmer): agree/agreed/agrees give "agre", price/pricing "price"."""
+    if any(ch.isdigit() for ch in word) or len(word) <= 2:
         return word
-    if word.endswith("'s"):
-        word = word[:-2]
-    if word.endswith("ies") and len(word) > 4:
-        word = word[:-3] + "y"
-    elif word.endswith("ied") and len(word) > 4:
-        word = word[:-3] + "y"
-    elif word.endswith("sses"):
-        word = word[:-2]
-    elif word.endswith("s") and not word.endswith(("ss", "us", "is")):
-        word = word[:-1]
-    for suffix in ("ing", "ed"):
-        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
-            word = word[: -len(suffix)]
-            word = _DOUBLE.sub(r"\1", word)  # planned -> plann -> plan
-            break
-    # Dropping final "e"s makes price/priced/pricing meet at "pric", agree/agreed at "agr".
-    while word.endswith("e") and len(word) > 3:
-        word = word[:-1]
-    return SYNONYMS.get(word, word)
+    stemmed = _STEMMER.stemWord(word.replace("'", ""))
+    return SYNONYMS.get(stemmed, stemmed)
+
+
+@functools.cache
+def _segmenter() -> jieba.Tokenizer:
+    jieba.setLogLevel(logging.WARNING)  # it announces loading its dictionary on every start
+    return jieba.Tokenizer()
+
+
+def chinese_words(run: str) -> list[str]:
+    """jieba's words of a run of Chinese characters, for the words of three or more characters:
+    shorter ones are the bigrams every run gives anyway (and bigrams survive jieba's
+    mistakes on Traditional Chinese, which its dictionary knows less well)."""
+    return [word for word in _segmenter().cut_for_search(run) if len(word) >= 3]
 
 
 def tokens(text: str) -> list[str]:
-    """Lowercased, stemmed words without stopwords; numbers and prices whole; CJK as chars and bigrams.
+    """Lowercased, stemmed words without stopwords; numbers and prices whole; CJK as chars,
+    bigrams and jieba's longer words.
 
     CJK runs give their single characters (minus CJK_STOPCHARS) as well as
     overlapping bigrams: bigrams alone would never let "價格" find "定價".
@@ -88,6 +91,7 @@ def tokens(text: str) -> list[str]:
                     out.append(char)
                 if i + 1 < len(run):
                     out.append(run[i : i + 2])
+            out.extend(chinese_words(run))
         else:
             word = match.group("word")
             if word not in STOPWORDS:
@@ -228,3 +232,62 @@ def shorten(text: str, limit: int) -> str:
         head = head[:space]
     return head.rstrip(" ,;:-–—、，…") + "…"
 
+
+
+# The search vocabulary ---------------------------------------------------------
+
+# A number's punctuation, spelled in letters, so "$29.50" or "2026-05-04" stays one word for
+# both search engines (FTS5's unicode61 tokenizer and PostgreSQL's parser split on it).
+_NUMBER_MARKS = str.maketrans({".": "d", ":": "c", "/": "s", "-": "h", "%": "p", ",": None,
+                               "$": None, "€": None, "£": None, "¥": None})
+TERM_CHARS = 64
+
+
+def search_term(token: str) -> str:
+    """A token as the search index stores it: letters, digits and CJK only, at most TERM_CHARS."""
+    return token.translate(_NUMBER_MARKS).replace("'", "")[:TERM_CHARS]
+
+
+def search_terms(text: str) -> list[str]:
+    """The words of `text` in the search index's vocabulary, in order (repeats kept: they are term frequency)."""
+    return [term for term in map(search_term, tokens(text)) if term]
+
+
+def matching_spans(text: str, terms: Iterable[str]) -> list[tuple[int, int]]:
+    """Where `text` says one of these index words, as (start, end) character offsets, in order.
+
+    For highlighting what matched: a word counts when its search term is one of `terms`; in a
+    Chinese run, each occurrence of a Chinese term (a word or a bigram) counts.
+    """
+    wanted = set(terms)
+    if not wanted:
+        return []
+    lowered = text.lower().replace("\u2019", "'")
+    if len(lowered) != len(text):
+        return []  # lowercasing moved the offsets (rare scripts): show the text without marks
+    spans: list[tuple[int, int]] = []
+    for match in _TOKEN.finditer(lowered):
+        if run := match.group("cjk"):
+            for term in wanted:
+                if term[0] >= "\u3040" and term in run:
+                    start = 0
+                    while (found := run.find(term, start)) >= 0:
+                        spans.append((match.start() + found, match.start() + found + len(term)))
+                        start = found + 1
+            continue
+        word = match.group("num") or match.group("word")
+        if word not in STOPWORDS and search_term(stem(word) if match.group("word") else word) in wanted:
+            spans.append(match.span())
+    spans.sort()
+    merged: list[tuple[int, int]] = []
+    for start, end in spans:
+        if merged and start <= merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(end, merged[-1][1]))
+        else:
+            merged.append((start, end))
+    return merged
+
+
+def matching_words(text: str, terms: Iterable[str]) -> list[str]:
+    """The distinct words of `text` that match these index words, as written, in order."""
+    return list(dict.fromkeys(text[start:end] for start, end in matching_spans(text, terms)))

@@ -13,7 +13,7 @@ from django.utils import timezone
 
 from office.models import Channel
 
-from . import history, jsonl
+from . import history, jsonl, search
 from .models import Message, Session, Task
 
 
@@ -134,7 +134,7 @@ def _append_locked(
         raise ValueError(f"Session {session.pk} has no task {turn} to add to.")
     # Turns may interleave: a task still working when the next instruction arrives keeps appending.
     last = Message.objects.filter(session=session).order_by("-position").only("id", "position").first()
-    return Message.objects.create(
+    message = Message.objects.create(
         session=session,
         position=last.position + 1 if last else 1,
         previous=last,
@@ -145,6 +145,8 @@ def _append_locked(
         tool_call_id=tool_call_id,
         coworker=coworker,
     )
+    search.index_messages([message], channel_id=session.channel_id)
+    return message
 
 
 # Reading -------------------------------------------------------------------
@@ -259,7 +261,8 @@ def import_session(*, channel: Channel, data: str | bytes) -> ImportResult:
             task.turn for task in tasks if any(call in rebuilt.repaired_tool_calls for call in _call_ids(task))
         }
         Task.objects.bulk_create(_task_row(session, task, interrupted_turns) for task in tasks)
-        Message.objects.bulk_create(_message_rows(session, records))
+        rows = Message.objects.bulk_create(_message_rows(session, records))
+        search.index_messages(rows, channel_id=channel.pk)
     return ImportResult(
         session=session,
         tasks=len(tasks),

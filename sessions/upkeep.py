@@ -1,4 +1,4 @@
-"""What follows a finished task: the recall index, memory extraction and folding.
+"""What follows a finished task: memory extraction and folding (the search index is written with each message).
 
 Live tasks enqueue the slow parts in the background; an imported session
 catches up inline, fold batch by fold batch, as if it had been lived.
@@ -12,7 +12,7 @@ from coworkers.providers import Provider
 
 from . import folding, history, memory, prompts
 from .models import Message, Session, Task
-from .services import record_from_row, task_messages
+from .services import record_from_row
 
 
 def after_task(task: Task) -> None:
@@ -20,8 +20,6 @@ def after_task(task: Task) -> None:
     from . import tasks  # the jobs module imports the pipeline, which calls this
 
     session = task.session
-    rows = task_messages(session, turn=task.turn)
-    prompts.index_task_terms(session, history.TaskRecords(task.turn, tuple(record_from_row(r) for r in rows)))
     tasks.extract_task_memory.enqueue(task.pk)
     target = folding.fold_target(session, completed=task.turn)
     summary = prompts.latest_summary(session)
@@ -32,12 +30,11 @@ def after_task(task: Task) -> None:
 def catch_up(
     session: Session, *, provider: Provider | None = None, progress: Callable[[str], None] = lambda line: None
 ) -> None:
-    """Index, extract and fold a whole imported session now, in the order it happened."""
+    """Extract and fold a whole imported session now, in the order it happened (the import indexed it)."""
     rows = Message.objects.filter(session=session).order_by("position")
     all_tasks = history.group_tasks([record_from_row(row) for row in rows])
     task_ids = dict(Task.objects.filter(session=session).values_list("turn", "pk"))
     for task in all_tasks:
-        prompts.index_task_terms(session, task)
         memory.extract_memory(task_id=task_ids[task.turn], provider=provider)
         # Fold one batch at a time, so the summary grows as it would have in use.
         batch = prompts.resolve_policy(session.channel).fold_batch
@@ -47,7 +44,7 @@ def catch_up(
             if _summarized(session) <= done:
                 break  # nothing to fold in that range: do not spin
             progress(f"folded tasks {done + 1}–{step} into the summary")
-    progress(f"indexed and extracted memory from {len(all_tasks)} task(s)")
+    progress(f"extracted memory from {len(all_tasks)} task(s)")
 
 
 def _summarized(session: Session) -> int:

@@ -13,7 +13,7 @@ from coworkers.providers.scripted import CallTools, Reply, ScriptedProvider
 from coworkers.tools import TOOL_SPECS, ToolContext, run_tool
 from office import documents
 from office.models import Channel, Document
-from sessions import history, pipeline, prompts, services
+from sessions import pipeline, services
 from sessions.history import ToolCall
 from sessions.models import MemoryEvent, MemoryItem, Message, Task
 
@@ -260,8 +260,6 @@ def finish_task(channel: Channel, instruction: str, answer: str, coworker: str =
     task = start(channel, instruction, coworker)
     services.append_message(session=task.session, turn=task.turn, role="assistant", content=answer, coworker=coworker)
     Task.objects.filter(pk=task.pk).update(status=Task.Status.DONE)
-    records = tuple(services.record_from_row(row) for row in services.task_messages(task.session, turn=task.turn))
-    prompts.index_task_terms(task.session, history.TaskRecords(task.turn, records))
     return task
 
 
@@ -275,14 +273,27 @@ def test_search_history_finds_the_older_task_that_matches(direct_channel):
 
     assert not outcome.is_error
     lines = outcome.content.splitlines()
-    assert lines[0] == "Earlier tasks of this conversation matching “Team plan cost”, best first:"
-    assert lines[1] == (
-        "- Task 2 (mina): What should the Team plan cost? → We agreed the Team plan costs $29 a month. It renews yearly."
-    )
+    assert lines[0] == "Earlier exchanges matching “Team plan cost”, best first:"
+    assert lines[2].startswith("## Task 2 of this conversation, ")
+    assert lines[3:5] == [
+        "User: What should the Team plan cost?",
+        "Mina: We agreed the Team plan costs $29 a month. It renews yearly.",
+    ]
     assert all("Task 4" not in line for line in lines), "the current task is not history"
 
 
-def test_search_history_limits_and_shortens_its_snippets(direct_channel):
+def test_search_history_finds_the_channel_s_earlier_conversations_too(direct_channel):
+    finish_task(direct_channel, "Which venue did we pick for the offsite?", "We picked Lakeview Lodge for the offsite.")
+    services.end_active_session(channel=direct_channel)
+    current = start(direct_channel, "Remind me about the venue")
+
+    outcome = run_tool(context_for(current), "search_history", {"query": "offsite venue"})
+
+    assert "## Task 1 of an earlier conversation, " in outcome.content
+    assert "We picked Lakeview Lodge for the offsite." in outcome.content
+
+
+def test_search_history_returns_as_many_exchanges_as_asked_newest_first_among_equals(direct_channel):
     long_answer = "The Team plan costs $29 a month. " + "Filler sentence about nothing in particular. " * 40
     for _ in range(4):
         finish_task(direct_channel, "Team plan price?", long_answer)
@@ -290,9 +301,9 @@ def test_search_history_limits_and_shortens_its_snippets(direct_channel):
 
     outcome = run_tool(context_for(current), "search_history", {"query": "Team plan price", "limit": 2})
 
-    lines = outcome.content.splitlines()[1:]
-    assert [line.split(" (")[0] for line in lines] == ["- Task 4", "- Task 3"]  # newest first among equals
-    assert all("$29" in line and len(line) < 600 for line in lines)
+    headers = [line for line in outcome.content.splitlines() if line.startswith("## ")]
+    assert [line.split(" of ")[0] for line in headers] == ["## Task 4", "## Task 3"]  # newest first among equals
+    assert outcome.content.count("$29") == 2
 
 
 def test_search_history_says_so_when_nothing_matches(direct_channel):
@@ -301,19 +312,19 @@ def test_search_history_says_so_when_nothing_matches(direct_channel):
 
     outcome = run_tool(context_for(current), "search_history", {"query": "invoices"})
 
-    assert outcome == tools.ToolOutcome("No earlier task of this conversation mentions “invoices”. Try other words.")
+    assert outcome == tools.ToolOutcome("Nothing earlier in this channel mentions “invoices”. Try other words.")
     first = run_tool(context_for(Task.objects.get(turn=1, session=current.session)), "search_history", {"query": "tagline"})
-    assert not first.is_error and "first task" in first.content
+    assert not first.is_error and first.content.startswith("Nothing earlier"), "what came after it is not history"
 
 
-def test_search_history_stays_in_its_own_session(office, mina, direct_channel, main_channel):
+def test_search_history_stays_in_its_own_channel(office, mina, direct_channel, main_channel):
     finish_task(main_channel, "What should the Team plan cost?", "The Team plan costs $29 a month.")
     finish_task(direct_channel, "Draft a tagline", "Plan less, do more.")
     current = start(direct_channel, "pricing?")
 
     outcome = run_tool(context_for(current), "search_history", {"query": "Team price"})
 
-    assert outcome.content == "No earlier task of this conversation mentions “Team price”. Try other words."
+    assert outcome.content == "Nothing earlier in this channel mentions “Team price”. Try other words."
 
 
 # Handoff --------------------------------------------------------------------------------------

@@ -305,7 +305,8 @@ def test_memory_prefers_what_bears_on_the_instruction():
         MemoryEntry(id=2, text="The Team plan costs $29 a month.", kind="decision", updated=1),
         MemoryEntry(id=3, text="Our newsletter goes out on Thursdays.", kind="project", updated=4),
     )
-    prompt = build_prompt(PromptInputs(policy=Policy(memory_chars=60), system="S", instruction="What does the Team plan cost?", turn=1, memory=items))
+    budget = 60 + context.MEMORY_FRAME_CHARS  # room for one line beside the frames
+    prompt = build_prompt(PromptInputs(policy=Policy(memory_chars=budget), system="S", instruction="What does the Team plan cost?", turn=1, memory=items))
     assert prompt.report["layers"]["memory"]["items"] == [2]
 
 
@@ -320,11 +321,14 @@ def test_memory_added_since_the_last_fold_rides_in_the_tail_so_the_front_stays_c
     assert prompt.report["layers"]["recalled"]["memory_items"] == [2]
 
 
-def test_recall_brings_back_the_old_task_that_matters_within_its_budget():
+def test_recall_brings_back_the_exchange_that_matters_verbatim_labelled_with_its_task_and_date():
     candidates = (
-        RecallCandidate(turn=3, instruction="Draft the hiring post", answer="Posted the job ad for a designer."),
-        RecallCandidate(turn=5, instruction="What should the Team plan cost?", answer="We agreed on $29 per month for the Team plan.", coworker="sam"),
-        RecallCandidate(turn=7, instruction="Plan the launch party", answer="Booked the venue for May 4."),
+        RecallCandidate(turn=3, instruction="Draft the hiring post", answer="Posted the job ad for a designer.", score=1.0),
+        RecallCandidate(
+            turn=5, instruction="What should the Team plan cost?", answer="We agreed on $29 per month for the Team plan.",
+            coworker="sam", score=9.0, when="Mon 4 May 2026",
+        ),
+        RecallCandidate(turn=7, instruction="Plan the launch party", answer="Booked the venue for May 4.", score=2.0),
     )
     prompt = build_prompt(
         PromptInputs(
@@ -336,14 +340,34 @@ def test_recall_brings_back_the_old_task_that_matters_within_its_budget():
             summary="## Topics covered\n- Tasks 1–20: many things",
             tasks=tasks_of(make_task(21)),
             recall=candidates,
-            recall_chars=400,
         )
     )
-    recalled = prompt.report["layers"]["recalled"]
+    tail = prompt.messages[-2].content
 
-    assert recalled["tasks"][0] == 5
-    assert "$29 per month" in prompt.messages[-2].content
-    assert recalled["chars"] <= 400 + 120  # the header beside the budgeted lines
+    assert prompt.report["layers"]["recalled"]["tasks"] == [5], "the weak matches fall below the cut-off"
+    assert "User: What should the Team plan cost?\nSam: We agreed on $29 per month for the Team plan." in tail
+    assert "## Task 5 of this conversation, Mon 4 May 2026" in tail
+
+
+def test_what_the_window_and_the_summary_leave_unused_goes_to_recall_never_past_the_sum_of_the_budgets():
+    policy = Policy(recall_chars=500)
+    candidates = tuple(
+        RecallCandidate(turn=t, instruction=f"Venue option {t}: what did Dana say?", answer="Dana liked it. " * 30, score=5.0)
+        for t in range(1, 60)
+    )
+    inputs = PromptInputs(
+        policy=policy, system="S", instruction="Which venue did Dana like?", turn=80, summarized_through=70,
+        summary="## Topics covered\n- Tasks 1–70: venues", tasks=tasks_of(make_task(71, tool_chars=100)), recall=candidates,
+        recall_chars=policy.recall_chars,
+    )
+    prompt = build_prompt(inputs)
+    report = prompt.report
+
+    assert report["layers"]["recalled"]["chars"] > 10 * policy.recall_chars, "short recent tasks leave room for recall"
+    budget = policy.memory_chars + policy.summary_chars + policy.detailed_chars + policy.recall_chars
+    assert report["budget"]["total"] == budget
+    assert report["budget"]["used"] == sum(report["layers"][n]["chars"] for n in ("memory", "summary", "recent", "recalled"))
+    assert report["budget"]["used"] <= budget
 
 
 def test_recall_is_off_at_zero():
@@ -381,20 +405,20 @@ def test_a_recalled_answer_keeps_the_sentences_that_answer_the_question():
     assert "$29 a month" in short and len(short) <= 202
 
 
-def test_recall_shows_the_latest_answer_to_a_repeated_request_and_only_a_few_tasks():
+def test_recall_shows_the_latest_answer_to_a_repeated_request_and_every_exchange_above_the_cut_off():
     candidates = (
-        RecallCandidate(turn=3, instruction="Prepare the weekly support summary", answer="Week 1: 40 tickets."),
-        RecallCandidate(turn=9, instruction="Prepare the weekly support summary", answer="Week 2: 55 tickets."),
-        RecallCandidate(turn=5, instruction="Summarize the support tickets by plan", answer="Most support tickets came from Starter."),
-        RecallCandidate(turn=7, instruction="Weekly support rota", answer="Omar covers weekend support."),
+        RecallCandidate(turn=3, instruction="Prepare the weekly support summary", answer="Week 1: 40 tickets.", score=8.0),
+        RecallCandidate(turn=9, instruction="Prepare the weekly support summary", answer="Week 2: 55 tickets.", score=8.0),
+        RecallCandidate(turn=5, instruction="Summarize the support tickets by plan", answer="Most came from Starter.", score=6.0),
+        RecallCandidate(turn=7, instruction="Weekly support rota", answer="Omar covers weekend support.", score=5.0),
+        RecallCandidate(turn=8, instruction="Book the team lunch", answer="Booked for Friday.", score=1.0),
     )
     prompt = build_prompt(
         PromptInputs(policy=Policy(), system="S", instruction="Prepare the weekly support summary", turn=30, summarized_through=20, recall=candidates)
     )
     recalled = prompt.report["layers"]["recalled"]["tasks"]
 
-    assert 9 in recalled and 3 not in recalled
-    assert len(recalled) <= context.RECALL_MAX_TASKS
+    assert recalled == [5, 7, 9], "oldest first; task 3 was asked again at 9; task 8 falls below the cut-off"
 
 
 # Tails: what a task was shown stays in front of it until the next fold --------------------
@@ -432,6 +456,7 @@ class LiveSession:
                 current=tuple(current),
                 memory=tuple(self.memory),
                 recall=self.recall,
+                recall_chars=self.policy.recall_chars,
                 summarized_through=0,
                 previous_plan=self.plan,
                 shown_tails=self.tails,
@@ -525,18 +550,22 @@ def test_a_tail_shown_to_one_coworker_is_not_kept_for_another():
     assert first_of_2.report["layers"]["recent"]["kept_tails"] == []
 
 
-def test_a_kept_tail_never_takes_the_window_over_its_budget():
-    # Task 1 fits alone, even digested not with its tail: the tail goes, and what it held is in the new one.
-    live = LiveSession(Policy(detailed_chars=600), tool_chars=450)
-    note = "The launch is on May 4; the press kit, the demo video and the pricing page are ready by May 1."
-    live.memory.append(MemoryEntry(id=1, text=note * 6, kind="project", fresh=True))
-    for turn in range(1, 4):
+def test_a_kept_tail_never_takes_the_request_over_its_budget():
+    # The tails share what the layers leave unused: once the window grows into that room, the
+    # kept tail that no longer fits goes, with those after it (the prompt changes there, as at a fold).
+    policy = Policy(detailed_chars=1_000, memory_chars=1_000, summary_chars=200, recall_chars=100)
+    live = LiveSession(policy, tool_chars=100)
+    live.recall = (RecallCandidate(turn=0, instruction="Instruction about the venue", answer="Lakeview Lodge. " * 15),)
+    for turn in range(1, 8):
         live.run_task(turn)
+    budget = policy.memory_chars + policy.summary_chars + policy.detailed_chars + policy.recall_chars
+    firsts = live.calls[::2]
 
-    assert all(p.report["layers"]["recent"]["chars"] <= 600 for p in live.calls)
-    second = live.calls[2]
-    assert second.report["layers"]["recent"]["kept_tails"] == []
-    assert "May 4" in second.messages[second.window_end + 1].content
+    assert firsts[0].report["recalled_tasks"] == [0]
+    assert [p.report["layers"]["recent"]["kept_tails"] for p in firsts[-2:]] == [[1, 2, 3, 4, 5], [1, 2, 3, 4]]
+    assert all(p.report["budget"]["used"] <= budget for p in live.calls)
+    assert all(p.report["layers"]["recent"]["chars"] <= policy.detailed_chars for p in live.calls)
+    assert all(whole(p).count("Lakeview Lodge. " * 15) == 1 for p in live.calls)
 
 
 def test_a_newer_answer_in_a_kept_tail_is_not_replaced_by_an_older_one():

@@ -57,9 +57,6 @@ def test_loading_a_prompt_costs_the_same_at_task_10_and_task_1000(office, mina, 
     # Same channel, same topics: only the length differs (the import ends the small session).
     small = imported(main_channel, 16)
     large = imported(main_channel, 1_000)
-    for session in (small, large):
-        for task in history.group_tasks(services.load_records(session)):
-            prompts.index_task_terms(session, task)
     SummaryVersion.objects.create(session=small, text="## Topics covered\n- Tasks 1–8: pricing", from_turn=1, through_turn=8, model="test")
     SummaryVersion.objects.create(session=large, text="## Topics covered\n- Tasks 1–992: much", from_turn=1, through_turn=992, model="test")
 
@@ -74,34 +71,48 @@ def test_loading_a_prompt_costs_the_same_at_task_10_and_task_1000(office, mina, 
 
 
 
-def test_an_instruction_sharing_only_a_stray_word_with_old_tasks_recalls_nothing_and_reads_no_old_task(
+def test_an_instruction_sharing_no_word_with_the_history_recalls_nothing_and_reads_no_old_task(
     office, mina, direct_channel
 ):
     session = imported(direct_channel, 40)
-    for task in history.group_tasks(services.load_records(session)):
-        prompts.index_task_terms(session, task)
     SummaryVersion.objects.create(session=session, text="## Topics covered\n- Tasks 1–32: much", from_turn=1, through_turn=32, model="test")
     relevant = "What price did we agree for the Team plan?"
-    stray = "Write a haiku about autumn leaves for the team newsletter"  # shares "team", little else
+    unrelated = "Write a haiku about autumn leaves"
 
     assert prompts.find_recall_candidates(session, relevant, through=32)
-    assert prompts.find_recall_candidates(session, stray, through=32) == []
-    assert count_queries(session, stray) == count_queries(session, relevant) - 1, "no old task's messages are read"
-    assert prompts.build_for_task(session=session, instruction=stray, turn=41).report["recalled_tasks"] == []
+    assert prompts.find_recall_candidates(session, unrelated, through=32) == []
+    assert count_queries(session, unrelated) == count_queries(session, relevant) - 1, "no old task's messages are read"
+    assert prompts.build_for_task(session=session, instruction=unrelated, turn=41).report["recalled_tasks"] == []
 
 
-def test_it_recalls_an_old_task_as_its_instruction_its_final_answer_and_who_gave_it(office, mina, direct_channel):
+def test_it_recalls_an_old_exchange_as_the_instruction_and_the_reply_it_got_verbatim(office, mina, direct_channel):
     session = imported(direct_channel, 40)
-    for task in history.group_tasks(services.load_records(session)):
-        prompts.index_task_terms(session, task)
 
     candidates = prompts.find_recall_candidates(session, "What price did we agree for the Team plan?", through=32)
 
-    assert candidates
-    for candidate in candidates:
+    pricing = [c for c in candidates if c.turn % 4 == 1]
+    assert [c.turn for c in candidates[: len(pricing)]] == [c.turn for c in pricing], "the pricing tasks rank first"
+    assert {c.turn for c in pricing} == set(range(1, 33, 4))
+    assert all(c.turn <= 32 for c in candidates), "tasks in the detailed window are in the prompt already"
+    for candidate in pricing:
         assert candidate.instruction == f"What should the Team plan cost? (task {candidate.turn})"
         assert candidate.answer == "We agreed on $29 per month for the Team plan."  # not the tool call before it
         assert candidate.coworker == "mina"
+        assert {"agreed", "Team", "plan"} <= set(candidate.matched)
+
+
+def test_a_new_conversation_of_the_same_channel_recalls_the_earlier_one_with_its_date(office, mina, direct_channel):
+    earlier = imported(direct_channel, 12)
+    services.end_active_session(channel=direct_channel)
+    later = services.start_session(channel=direct_channel)
+
+    prompt = prompts.build_for_task(session=later, instruction="What price did we agree for the Team plan?", turn=1)
+
+    [exchange, *_] = prompt.report["layers"]["recalled"]["exchanges"]
+    assert exchange["session"] == earlier.pk and exchange["earlier_session"]
+    tail = prompt.messages[-2].content
+    assert "We agreed on $29 per month for the Team plan." in tail
+    assert "an earlier conversation" in tail and earlier.started_at.strftime("%Y") in tail
 
 
 def test_policy_overrides_layer_over_the_channel_kind(mina, direct_channel):
