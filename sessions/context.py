@@ -123,7 +123,7 @@ class RecallCandidate:
     score: float = 1.0  # the search's, larger is better
     when: str = ""  # when it was said, as people read a date
     earlier_session: bool = False
-    matched: tuple[str, ...] = ()  # the words of the exchange that matched, as written
+    matched: tuple[str, ...] = ()  # the search words it matched (relevance.search_terms)
     before: str = ""
     after: str = ""
 
@@ -909,7 +909,10 @@ def _recalled_entry(candidate: RecallCandidate) -> dict:
         "turn": candidate.turn,
         "when": candidate.when,
         "earlier_session": candidate.earlier_session,
-        "matched": list(candidate.matched),
+        # The words that matched, as the exchange says them.
+        "matched": relevance.matching_words(
+            "\n".join((candidate.before, candidate.instruction, candidate.answer, candidate.after)), candidate.matched
+        ),
         "score": round(candidate.score, 3),
     }
 

@@ -24,7 +24,7 @@ from .services import records_of, task_messages
 
 # Recall reads the best this many matching messages, and at most this many of their exchanges:
 # far more than a prompt can hold, so the builder's budget and cut-off decide what is shown.
-RECALL_HITS = 200
+RECALL_HITS = 120
 RECALL_EXCHANGES = 60
 # Memory is read newest first, pinned always; a prompt never needs more than this many items.
 MEMORY_ROWS = 200
@@ -211,7 +211,7 @@ def find_recall_candidates(session: Session, instruction: str, *, through: int) 
                 score=scores[key],
                 when=_day(exchange.when),
                 earlier_session=key[0] != session.pk,
-                matched=tuple(relevance.matching_words(f"{exchange.instruction}\n{exchange.answer}", matched[key])),
+                matched=tuple(sorted(matched[key])),
                 # A question asked across two tasks: the reply this one answers, the user's answer to this reply.
                 before=previous.answer if previous and _asks(previous.answer) else "",
                 after=following.instruction if following and _asks(exchange.answer) else "",

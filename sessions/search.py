@@ -3,7 +3,10 @@
 
 Every message but notices is indexed when it is stored (`index_messages`, in the same
 transaction), in the words of `relevance.search_terms`: Snowball stems for English, jieba's
-words and character bigrams for Chinese, numbers kept whole. The database does the rest:
+words and character bigrams for Chinese, numbers kept whole. Each word is stored with its
+channel's mark (`c12xvenu`), so every channel has its own vocabulary: a search reads only the
+posting lists of the channels it searches, however large the rest of the database grows,
+and a word's rarity is counted where it is used. The database does the rest:
 
 * SQLite (the embedded default): an FTS5 table over `SearchEntry.terms`, kept in step by
   triggers, ranked by FTS5's own `bm25()`;
@@ -29,11 +32,25 @@ from . import relevance
 from .models import Message, SearchEntry
 
 FTS_TABLE = "work_sessions_search_fts"
+VOCAB_TABLE = "work_sessions_search_vocab"
 ENTRY_TABLE = SearchEntry._meta.db_table
 # A tool result is indexed in digest form: its head says what it was.
 TOOL_RESULT_CHARS = 600
 # A query's words: more than this many say nothing more and cost another posting list each.
 QUERY_TERMS = 24
+# A word found in more messages than this, in the channels searched, is left out of the query
+# (unless every word is): it says little about any one message, and scoring every message
+# that holds it is what would make a search of a long history slow.
+COMMON_WORD_MESSAGES = 400
+
+
+def scoped(channel_id: int, term: str) -> str:
+    """A word as the index stores it for one channel."""
+    return f"c{channel_id}x{term}"
+
+
+def unscoped(word: str) -> str:
+    return word.split("x", 1)[1]
 
 
 def entry_text(role: str, content: str, tool_calls: Sequence[dict]) -> str:
@@ -56,7 +73,10 @@ def index_messages(messages: Iterable[Message], *, channel_id: int) -> None:
             session_id=message.session_id,
             turn=message.turn,
             role=message.role,
-            terms=" ".join(relevance.search_terms(entry_text(message.role, message.content, message.tool_calls))),
+            terms=" ".join(
+                scoped(channel_id, term)
+                for term in relevance.search_terms(entry_text(message.role, message.content, message.tool_calls))
+            ),
         )
         for message in messages
         if message.role != Message.Role.NOTICE
@@ -97,14 +117,50 @@ def search(
     terms = query_terms(query)
     if not terms or not channel_ids or limit <= 0:
         return []
-    search_rows = _search_postgres if connection.vendor == "postgresql" else _search_sqlite
-    rows = search_rows(terms, list(channel_ids), limit, leave_out)
-    wanted = set(terms)
+    postgres = connection.vendor == "postgresql"
+    words = [scoped(channel, term) for channel in channel_ids for term in terms]
+    counts = _postgres_counts(words) if postgres else _sqlite_counts(words)
+    words = _informative(words, counts)
+    if not words:
+        return []
+    search_rows = _search_postgres if postgres else _search_sqlite
+    rows = search_rows(words, counts, list(channel_ids), limit, leave_out)
+    wanted = set(words)
     hits = []
     for message_id, session_id, channel_id, turn, role, score, entry_terms in rows:
-        matched = tuple(term for term in dict.fromkeys(entry_terms.split()) if term in wanted)
+        matched = tuple(unscoped(word) for word in dict.fromkeys(entry_terms.split()) if word in wanted)
         hits.append(Hit(str(uuid.UUID(str(message_id))), session_id, channel_id, turn, role, float(score), matched))
     return hits
+
+
+def _informative(words: list[str], counts: dict[str, int]) -> list[str]:
+    """The words found anywhere, leaving out the very common ones unless nothing else is left."""
+    found = sorted((counts[w], w) for w in words if counts.get(w))
+    rare = [w for n, w in found if n <= COMMON_WORD_MESSAGES]
+    return rare or [w for _, w in found[:2]]
+
+
+def _sqlite_counts(words: list[str]) -> dict[str, int]:
+    """How many messages hold each word: FTS5 keeps the count (its vocabulary table)."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT term, doc FROM {VOCAB_TABLE} WHERE term IN ({', '.join(['%s'] * len(words))})", words
+        )
+        return dict(cursor.fetchall())
+
+
+def _postgres_counts(words: list[str]) -> dict[str, int]:
+    """How many messages hold each word, counted through the GIN index up to one past the
+    common-word limit (past it, the exact number is not needed)."""
+    one = (
+        f"SELECT %s, (SELECT count(*) FROM (SELECT 1 FROM {ENTRY_TABLE} "
+        f"WHERE to_tsvector('simple', terms) @@ to_tsquery('simple', %s) LIMIT %s) AS found)"
+    )
+    sql = " UNION ALL ".join([one] * len(words))
+    params = [value for word in words for value in (word, f"'{word}'", COMMON_WORD_MESSAGES + 1)]
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        return dict(cursor.fetchall())
 
 
 def _leave_out_sql(leave_out: tuple[int, int] | None) -> tuple[str, list]:
@@ -113,46 +169,37 @@ def _leave_out_sql(leave_out: tuple[int, int] | None) -> tuple[str, list]:
     return " AND NOT (e.session_id = %s AND e.turn > %s)", list(leave_out)
 
 
-def _search_sqlite(terms: list[str], channel_ids: list[int], limit: int, leave_out) -> list[tuple]:
-    # Quoted, each word is matched as itself: the words hold letters, digits and CJK only.
-    match = " OR ".join(f'"{term}"' for term in terms)
+def _search_sqlite(words: list[str], counts, channel_ids: list[int], limit: int, leave_out) -> list[tuple]:
+    # Quoted, each word is matched as itself: the words hold letters, digits and CJK only. The
+    # channel marks already keep other channels out.
+    match = " OR ".join(f'"{word}"' for word in words)
     excluded, excluded_params = _leave_out_sql(leave_out)
     sql = (
         f"SELECT e.message_id, e.session_id, e.channel_id, e.turn, e.role, -bm25({FTS_TABLE}) AS score, e.terms "
         f"FROM {FTS_TABLE} JOIN {ENTRY_TABLE} AS e ON e.id = {FTS_TABLE}.rowid "
-        f"WHERE {FTS_TABLE} MATCH %s AND e.channel_id IN ({', '.join(['%s'] * len(channel_ids))}){excluded} "
-        "ORDER BY score DESC, e.id DESC LIMIT %s"
+        f"WHERE {FTS_TABLE} MATCH %s{excluded} ORDER BY score DESC, e.id DESC LIMIT %s"
     )
     with connection.cursor() as cursor:
-        cursor.execute(sql, [match, *channel_ids, *excluded_params, limit])
+        cursor.execute(sql, [match, *excluded_params, limit])
         return cursor.fetchall()
 
 
-def _search_postgres(terms: list[str], channel_ids: list[int], limit: int, leave_out) -> list[tuple]:
+def _search_postgres(words: list[str], counts, channel_ids: list[int], limit: int, leave_out) -> list[tuple]:
     vector = "to_tsvector('simple', e.terms)"
     channels = f"e.channel_id IN ({', '.join(['%s'] * len(channel_ids))})"
-    any_term = "to_tsquery('simple', %s)"
-    either = " | ".join(f"'{term}'" for term in terms)
+    either = " | ".join(f"'{word}'" for word in words)
     excluded, excluded_params = _leave_out_sql(leave_out)
     with connection.cursor() as cursor:
-        # How many messages of these channels hold each word (through the GIN index), and how many there are.
-        counts = ", ".join(f"count(*) FILTER (WHERE {vector} @@ to_tsquery('simple', %s))" for _ in terms)
-        cursor.execute(
-            f"SELECT {counts} FROM {ENTRY_TABLE} AS e WHERE {channels} AND {vector} @@ {any_term}",
-            [*(f"'{term}'" for term in terms), *channel_ids, either],
-        )
-        found = cursor.fetchone()
         cursor.execute(f"SELECT count(*) FROM {ENTRY_TABLE} AS e WHERE {channels}", channel_ids)
         total = cursor.fetchone()[0]
-        weights = [_idf(total, n) for n in found]
         # ts_rank with normalization 1 divides by 1 + log(length): long messages do not win by length alone.
-        rank = " + ".join(f"%s * ts_rank({vector}, to_tsquery('simple', %s), 1)" for _ in terms)
-        rank_params = [value for weight, term in zip(weights, terms) for value in (weight, f"'{term}'")]
+        rank = " + ".join(f"%s * ts_rank({vector}, to_tsquery('simple', %s), 1)" for _ in words)
+        rank_params = [value for word in words for value in (_idf(total, counts[word]), f"'{word}'")]
         cursor.execute(
             f"SELECT e.message_id, e.session_id, e.channel_id, e.turn, e.role, ({rank}) AS score, e.terms "
-            f"FROM {ENTRY_TABLE} AS e WHERE {channels} AND {vector} @@ {any_term}{excluded} "
+            f"FROM {ENTRY_TABLE} AS e WHERE {vector} @@ to_tsquery('simple', %s){excluded} "
             "ORDER BY score DESC, e.id DESC LIMIT %s",
-            [*rank_params, *channel_ids, either, *excluded_params, limit],
+            [*rank_params, either, *excluded_params, limit],
         )
         return cursor.fetchall()
 

@@ -13,8 +13,11 @@ SQLITE = [
     "INSERT INTO work_sessions_search_fts(rowid, terms) VALUES (new.id, new.terms); END",
     "CREATE TRIGGER work_sessions_search_removed AFTER DELETE ON work_sessions_searchentry BEGIN "
     "INSERT INTO work_sessions_search_fts(work_sessions_search_fts, rowid, terms) VALUES ('delete', old.id, old.terms); END",
+    # How many messages hold each word, so a search can leave out the very common ones cheaply.
+    "CREATE VIRTUAL TABLE work_sessions_search_vocab USING fts5vocab(work_sessions_search_fts, 'row')",
 ]
 SQLITE_UNDO = [
+    "DROP TABLE IF EXISTS work_sessions_search_vocab",
     "DROP TRIGGER IF EXISTS work_sessions_search_removed",
     "DROP TRIGGER IF EXISTS work_sessions_search_added",
     "DROP TABLE IF EXISTS work_sessions_search_fts",
@@ -34,7 +37,7 @@ def _run(statements_by_vendor):
 def index_history(apps, schema_editor):
     """Index the messages stored before the search engine existed, session by session."""
     from sessions.relevance import search_terms
-    from sessions.search import entry_text
+    from sessions.search import entry_text, scoped
 
     Message = apps.get_model("work_sessions", "Message")
     Session = apps.get_model("work_sessions", "Session")
@@ -49,7 +52,10 @@ def index_history(apps, schema_editor):
                     session_id=session.pk,
                     turn=row.turn,
                     role=row.role,
-                    terms=" ".join(search_terms(entry_text(row.role, row.content, row.tool_calls))),
+                    terms=" ".join(
+                        scoped(session.channel_id, term)
+                        for term in search_terms(entry_text(row.role, row.content, row.tool_calls))
+                    ),
                 )
                 for row in rows.iterator()
             ),

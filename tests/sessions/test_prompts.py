@@ -81,7 +81,8 @@ def test_an_instruction_sharing_no_word_with_the_history_recalls_nothing_and_rea
 
     assert prompts.find_recall_candidates(session, relevant, through=32)
     assert prompts.find_recall_candidates(session, unrelated, through=32) == []
-    assert count_queries(session, unrelated) == count_queries(session, relevant) - 1, "no old task's messages are read"
+    # Only the words' counts are looked up: no search runs and no old message is read.
+    assert count_queries(session, unrelated) == count_queries(session, relevant) - 2
     assert prompts.build_for_task(session=session, instruction=unrelated, turn=41).report["recalled_tasks"] == []
 
 
@@ -98,7 +99,7 @@ def test_it_recalls_an_old_exchange_as_the_instruction_and_the_reply_it_got_verb
         assert candidate.instruction == f"What should the Team plan cost? (task {candidate.turn})"
         assert candidate.answer == "We agreed on $29 per month for the Team plan."  # not the tool call before it
         assert candidate.coworker == "mina"
-        assert {"agreed", "Team", "plan"} <= set(candidate.matched)
+        assert {"agre", "team", "plan"} <= set(candidate.matched)
 
 
 def test_a_new_conversation_of_the_same_channel_recalls_the_earlier_one_with_its_date(office, mina, direct_channel):
