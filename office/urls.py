@@ -1,17 +1,19 @@
 from django.contrib import admin
 from django.urls import include, path
 
-from . import memory_views, views
+from . import memory_views, search_views, views
 
 urlpatterns = [
     path("", views.home, name="home"),
     path("o/<slug:slug>/", views.office, name="office"),
     path("o/<slug:slug>/memory/", memory_views.memory, name="memory"),
+    path("o/<slug:slug>/search/", search_views.office_search, name="office_search"),
     path("o/<slug:slug>/memory/<int:item_id>/edit/", memory_views.edit_item, name="memory_edit"),
     path("o/<slug:slug>/memory/<int:item_id>/pin/", memory_views.pin_item, name="memory_pin"),
     path("o/<slug:slug>/memory/<int:item_id>/delete/", memory_views.delete_item, name="memory_delete"),
     path("c/<int:channel_id>/", views.channel, name="channel"),
     path("c/<int:channel_id>/sessions/<int:session_id>/", views.past_session, name="past_session"),
+    path("c/<int:channel_id>/m/<uuid:message_id>/", search_views.message_in_context, name="message_in_context"),
     path("c/<int:channel_id>/tasks/<int:turn>/report/", views.task_report, name="task_report"),
     path("accounts/", include("django.contrib.auth.urls")),
     path("admin/", admin.site.urls),

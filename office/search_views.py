@@ -1,0 +1,124 @@
+"""People's search box: the office's conversations, found by the history's search engine
+(sessions.search, the same one recall and the coworkers' search_history use), and a page that
+opens a conversation at a message.
+
+Membership is checked exactly as for the other pages: an office or channel the person is not
+a member of is a 404, so an outsider cannot tell what exists, and results come only from
+channels they can see.
+"""
+
+from __future__ import annotations
+
+import uuid
+
+from django.contrib.auth.decorators import login_required
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, render
+from django.utils.html import escape
+from django.utils.safestring import SafeString, mark_safe
+
+from sessions import relevance, search
+from sessions.models import Message, Session
+
+from .models import Channel
+from .views import _prepare_history, _visible_channel, nudges_under_their_instruction, offices_of, sidebar
+
+RESULTS = 30
+QUERY_CHARS = 300
+SNIPPET_CHARS = 240
+# Opening a conversation at a message shows this many messages on either side of it.
+AROUND = 40
+
+
+@login_required
+def office_search(request: HttpRequest, slug: str) -> HttpResponse:
+    office = get_object_or_404(offices_of(request.user), slug=slug)
+    query = request.GET.get("q", "").strip()[:QUERY_CHARS]
+    results = found_messages(query, Channel.objects.visible_to(request.user).filter(office=office)) if query else []
+    return render(
+        request,
+        "office/search.html",
+        {"office": office, "query": query, "results": results, "search_page": True, **sidebar(office, request.user)},
+    )
+
+
+def found_messages(query: str, channels) -> list[dict]:
+    """The messages of these channels that best match the query, best first, ready to show."""
+    by_id = {c.pk: c for c in channels}
+    hits = search.search(query, channel_ids=list(by_id), limit=RESULTS)
+    rows = Message.objects.filter(pk__in=[h.message_id for h in hits]).select_related("session")
+    messages = {str(m.pk): m for m in rows}
+    coworkers = {c.slug: c.name for channel in by_id.values() for c in [channel.coworker] if c}
+    results = []
+    for hit in hits:
+        message = messages.get(hit.message_id)
+        if message is None:
+            continue
+        channel = by_id[hit.channel_id]
+        results.append(
+            {
+                "message": message,
+                "channel": channel,
+                "speaker": _speaker(message, coworkers),
+                "snippet": highlighted(_searchable(message), hit.matched),
+                "active": message.session.status == Session.Status.ACTIVE,
+            }
+        )
+    return results
+
+
+def _speaker(message: Message, coworkers: dict[str, str]) -> str:
+    if message.role == Message.Role.USER:
+        return "You"
+    if message.role == Message.Role.TOOL:
+        return "Tool result"
+    return coworkers.get(message.coworker) or message.coworker.capitalize() or "Coworker"
+
+
+def _searchable(message: Message) -> str:
+    return search.entry_text(message.role, message.content, message.tool_calls)
+
+
+def highlighted(text: str, terms, limit: int = SNIPPET_CHARS) -> SafeString:
+    """A piece of `text` around its first match, escaped, with the matched words in <mark>."""
+    spans = relevance.matching_spans(text, terms)
+    start = max(spans[0][0] - limit // 3, 0) if spans else 0
+    end = min(start + limit, len(text))
+    if start:  # begin at a word
+        space = text.find(" ", start, spans[0][0] if spans else end)
+        start = space + 1 if space >= 0 else start
+    out, at = [], start
+    for s, e in spans:
+        if s < start or e > end:
+            continue
+        out.append(escape(text[at:s]))
+        out.append(f"<mark>{escape(text[s:e])}</mark>")
+        at = e
+    out.append(escape(text[at:end]))
+    return mark_safe(("…" if start else "") + "".join(out) + ("…" if end < len(text) else ""))
+
+
+@login_required
+def message_in_context(request: HttpRequest, channel_id: int, message_id: uuid.UUID) -> HttpResponse:
+    """A conversation opened at one message: the messages around it, the message marked."""
+    channel = _visible_channel(request, channel_id)
+    target = Message.objects.filter(pk=message_id, session__channel=channel).select_related("session").first()
+    if target is None:
+        raise Http404("No such message here.")
+    session = target.session
+    around = session.messages.filter(position__gte=target.position - AROUND, position__lte=target.position + AROUND)
+    messages = nudges_under_their_instruction(list(around.order_by("position")))
+    _prepare_history(channel, session, messages)
+    return render(
+        request,
+        "office/message_context.html",
+        {
+            "office": channel.office,
+            "channel": channel,
+            "session": session,
+            "target": target,
+            "history": messages,
+            "more_before": messages and messages[0].position > 1,
+            **sidebar(channel.office, request.user),
+        },
+    )

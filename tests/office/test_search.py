@@ -1,0 +1,90 @@
+"""People's search box: members find what was said in the conversations they can see, highlighted,
+and open the conversation at that message; an outsider gets nothing and cannot tell what exists."""
+
+import pytest
+from django.test import Client
+from django.urls import reverse
+
+from office.search_views import highlighted
+from sessions import services
+
+pytestmark = pytest.mark.django_db
+
+
+def said(channel, instruction: str, reply: str, coworker: str = "mina"):
+    session = services.get_active_session(channel=channel)
+    task, _ = services.start_task(session=session, instruction=instruction, coworker=coworker)
+    return services.append_message(session=session, turn=task.turn, role="assistant", content=reply, coworker=coworker)
+
+
+def signed_in(user) -> Client:
+    client = Client()
+    client.force_login(user)
+    return client
+
+
+def search(client: Client, office, q: str):
+    return client.get(reverse("office_search", args=[office.slug]), {"q": q})
+
+
+def test_it_finds_an_old_decision_in_a_past_conversation_with_the_words_marked(alice, office, direct_channel):
+    decision = said(direct_channel, "Which venue did we pick for the offsite?", "We decided on Lakeview Lodge for the offsite.")
+    services.end_active_session(channel=direct_channel)  # "Start a new conversation"
+    said(direct_channel, "Draft the newsletter", "Here is the draft.")
+
+    page = search(signed_in(alice), office, "what did we decide about the offsite venue?")
+
+    assert page.status_code == 200
+    html = page.content.decode()
+    assert "past conversation" in html
+    assert "<mark>decided</mark> on Lakeview Lodge for the <mark>offsite</mark>" in html
+    link = reverse("message_in_context", args=[direct_channel.pk, decision.pk])
+    assert f'href="{link}#m-{decision.pk}"' in html
+    opened = signed_in(alice).get(link)
+    assert opened.status_code == 200
+    assert f'id="m-{decision.pk}"' in opened.content.decode() and 'id="found"' in opened.content.decode()
+
+
+def test_it_finds_chinese_words(alice, office, direct_channel):
+    said(direct_channel, "我們的團隊旅遊要去哪裡？", "我們決定在湖景小屋舉辦團隊旅遊。")
+
+    html = search(signed_in(alice), office, "湖景小屋").content.decode()
+
+    assert "<mark>湖景小屋</mark>" in html
+
+
+def test_a_member_sees_results_from_every_channel_of_the_office_and_nothing_else(
+    bob, office, direct_channel, main_channel, outsider_channel
+):
+    said(direct_channel, "What does the Team plan cost?", "The Team plan costs $29 a month.")
+    said(main_channel, "Team plan pricing for the launch?", "Launch price for the Team plan stays at $29.")
+    said(outsider_channel, "Team plan?", "Another office's Team plan is $99.", coworker="")
+
+    html = search(signed_in(bob), office, "Team plan price").content.decode()
+
+    assert "$29 a month" in html and "stays at $29" in html
+    assert "$99" not in html
+
+
+def test_an_outsider_gets_nothing_and_cannot_tell_what_exists(charlie, office, direct_channel):
+    message = said(direct_channel, "Secret plan", "The acquisition closes in May.")
+    client = signed_in(charlie)
+
+    assert search(client, office, "acquisition").status_code == 404
+    assert client.get(reverse("message_in_context", args=[direct_channel.pk, message.pk])).status_code == 404
+    assert Client().get(reverse("office_search", args=[office.slug]), {"q": "acquisition"}).status_code == 302
+
+
+def test_no_match_says_so(alice, office, direct_channel):
+    said(direct_channel, "Draft a tagline", "Plan less, do more.")
+
+    html = search(signed_in(alice), office, "invoices").content.decode()
+
+    assert "Nothing in your conversations matches “invoices”" in html
+
+
+def test_a_snippet_is_escaped_around_its_marks():
+    snippet = highlighted("<script>alert(1)</script> the venue is Lakeview", ["venu"])
+
+    assert "<script>" not in snippet
+    assert "&lt;script&gt;" in snippet and "<mark>venue</mark>" in snippet
