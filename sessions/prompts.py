@@ -26,6 +26,8 @@ from .services import records_of, task_messages
 # far more than a prompt can hold, so the builder's budget and cut-off decide what is shown.
 RECALL_HITS = 120
 RECALL_EXCHANGES = 60
+# A neighbouring exchange that continues a found one scores this share of it.
+CONTINUATION = 0.6
 # Memory is read newest first, pinned always; a prompt never needs more than this many items.
 MEMORY_ROWS = 200
 
@@ -195,6 +197,15 @@ def find_recall_candidates(session: Session, instruction: str, *, through: int) 
     if not best_keys:
         return []
     said = exchanges(best_keys)
+    # The exchange before or after a found one comes along, a little below it, when it goes on
+    # with its subject: a decision is often the exchange after the one that asked.
+    for key in list(best_keys):
+        for near in ((key[0], key[1] - 1), (key[0], key[1] + 1)):
+            if near in scores or near not in said or (near[0] == session.pk and near[1] > through):
+                continue
+            if _continues(said[key], said[near]):
+                scores[near], matched[near] = CONTINUATION * scores[key], set()
+                best_keys.append(near)
     candidates = []
     for key in best_keys:
         exchange = said.get(key)
@@ -259,6 +270,16 @@ def exchanges(keys: Sequence[tuple[int, int]]) -> dict[tuple[int, int], _Exchang
         elif now is not None and content.strip():  # the final reply: the last assistant text
             found[key] = _Exchange(now.instruction, content, coworker or now.coworker, now.when)
     return found
+
+
+def _continues(found: _Exchange, near: _Exchange) -> bool:
+    """Whether two neighbouring exchanges are about the same thing: they share a few specific words."""
+    def words(exchange: _Exchange) -> set[str]:
+        return {t for t in relevance.tokens(f"{exchange.instruction} {exchange.answer}") if len(t) > 1}
+
+    shared = words(found) & words(near)
+    chinese = any(t[0] >= "\u3040" for t in shared)
+    return len(shared) >= (4 if chinese else 2)
 
 
 def _asks(text: str) -> bool:

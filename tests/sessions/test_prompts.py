@@ -2,6 +2,8 @@
 
 import io
 import json
+from datetime import datetime
+from datetime import timezone as dt_timezone
 
 import pytest
 from django.core.management import call_command
@@ -277,6 +279,41 @@ def test_an_imported_session_catches_up_and_show_prompt_reports_it(direct_channe
             assert message["tool_call_id"] in calls_made
     roles = [m["role"] for m in shown["messages"]]
     assert roles[0] == "system" and "assistant" in roles and "tool" in roles
+
+
+def test_in_a_new_conversation_the_venue_decided_three_weeks_ago_is_in_the_prompt_with_its_date(direct_channel):
+    weeks_ago = datetime(2026, 11, 10, 15, 0, tzinfo=dt_timezone.utc)
+    said = [
+        ("Morning! How was your weekend?", "Lovely, thanks. I went hiking."),
+        ("Which venue should we use for the spring offsite?", "Lakeview Lodge or the Harbor Loft. Lakeview sleeps 30."),
+        ("Let's go with Lakeview Lodge. Book it for April 12.", "Done: Lakeview Lodge is booked for April 12."),
+        ("Can you draft the newsletter intro?", "Here is a first draft of the intro."),
+    ]
+    records, previous = [], None
+    for turn, (instruction, reply) in enumerate(said, start=1):
+        for role, content in (("user", instruction), ("assistant", reply)):
+            record = history.Record(
+                id=f"{turn}-{role}", previous=previous, turn=turn, role=role, content=content,
+                coworker="mina" if role == "assistant" else None, created_at=weeks_ago,
+            )
+            records.append(record)
+            previous = record.id
+    services.import_session(channel=direct_channel, data=jsonl.dump_records(records))
+    services.end_active_session(channel=direct_channel)  # the next day: "Start a new conversation"
+    fresh = services.start_session(channel=direct_channel)
+
+    out = io.StringIO()
+    call_command("show_prompt", str(fresh.pk), "--instruction", "What did we decide about the venue three weeks ago?", "--json", stdout=out)
+    shown = json.loads(out.getvalue())
+    text = "\n".join(str(m["content"]) for m in shown["messages"])
+
+    assert "User: Let's go with Lakeview Lodge. Book it for April 12.\nMina: Done: Lakeview Lodge is booked for April 12." in text
+    assert "an earlier conversation, Tue 10 Nov 2026" in text
+    assert "How was your weekend" not in text, "small talk that shares no word with the question stays out"
+    assert shown["budget"]["used"] <= shown["budget"]["total"]
+    readable = io.StringIO()
+    call_command("show_prompt", str(fresh.pk), "--instruction", "What did we decide about the venue three weeks ago?", stdout=readable)
+    assert "task 3 of an earlier conversation, Tue 10 Nov 2026: matched " in readable.getvalue()
 
 
 def test_show_prompt_explains_a_missing_session(db):

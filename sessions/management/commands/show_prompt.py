@@ -61,9 +61,16 @@ def render_text(report: dict, messages: list[dict]) -> str:
         f"  summarized: tasks 1–{report['summarized_through']}" if report["summarized_through"] else "  summarized: none yet",
         f"  digested (waiting to be folded): {_turns(report['digested_tasks'])}",
         f"  detailed: {_turns(report['detailed_tasks'])}",
-        f"  recalled: {_turns(report['recalled_tasks'])}",
         f"  tails kept in front of their tasks: {_turns(layers['recent'].get('kept_tails', []))}",
+        "",
+        _budget_line(report),
     ]
+    exchanges = layers["recalled"].get("exchanges", [])
+    lines.append(f"  recalled exchanges ({len(exchanges)}):" if exchanges else "  recalled exchanges: none")
+    for exchange in exchanges:
+        where = "an earlier conversation" if exchange["earlier_session"] else "this conversation"
+        when = f", {exchange['when']}" if exchange["when"] else ""
+        lines.append(f"    task {exchange['turn']} of {where}{when}: matched {', '.join(exchange['matched']) or '-'}")
     lines += [f"  note: {note}" for note in report["notes"]]
     lines += ["", "-" * 72]
     for message in messages:
@@ -77,6 +84,15 @@ def render_text(report: dict, messages: list[dict]) -> str:
             lines.append(f"  -> {call['name']}({_json(call['args'])}) id={call['id']}")
         lines.append("")
     return "\n".join(lines)
+
+
+def _budget_line(report: dict) -> str:
+    """How the request's one budget was shared (the system layer and the current task are outside it)."""
+    budget = report["budget"]
+    shares = " + ".join(f"{name} {chars:,}" for name, chars in budget["shares"].items())
+    room = report["layers"]["recalled"].get("room")
+    given = f"; recall was given {room:,}" if room else ""
+    return f"  budget: {budget['used']:,} of {budget['total']:,} characters = {shares}{given}"
 
 
 def _turns(turns: list[int]) -> str:
