@@ -141,6 +141,26 @@ function reportContent(answer) {
         el("dt", { text: "With the notes they were first shown" }), el("dd", {}, turnChips(layers.recent?.kept_tails)),
       ),
     );
+    const exchanges = layers.recalled?.exchanges || [];
+    if (exchanges.length) {
+      parts.push(el("h3", { text: "Recalled exchanges, and the words that matched" }));
+      parts.push(
+        el("ul", { class: "recalled-list" },
+          exchanges.map((x) =>
+            el("li", {},
+              el("span", { text: `Task ${x.turn} of ${x.earlier_session ? "an earlier conversation" : "this conversation"}${x.when ? `, ${x.when}` : ""}: ` }),
+              x.matched.length
+                ? el("span", {}, x.matched.map((word) => el("mark", { text: word })))
+                : el("span", { class: "muted", text: "it goes on with the exchange next to it" }),
+            ),
+          ),
+        ),
+      );
+    }
+    if (report.budget) {
+      const room = layers.recalled?.room;
+      parts.push(el("p", { class: "muted", text: `Budget: ${fmt(report.budget.used)} of ${fmt(report.budget.total)} characters used${room ? `; recall was given ${fmt(room)}` : ""}.` }));
+    }
   }
 
   parts.push(el("h3", { text: "Summary the model saw" }));
