@@ -798,25 +798,6 @@ def render_exchange(candidate: RecallCandidate) -> str:
     return "\n".join(lines)
 
 
-def snippet(text: str, query: str, limit: int) -> str:
-    """The sentences of `text` most relevant to `query`, in their original order, within `limit`."""
-    if len(text) <= limit:
-        return text
-    sentences = relevance.split_sentences(text) or [text]
-    scores = relevance.Index(list(enumerate(sentences))).score(query)
-    ranked = sorted(range(len(sentences)), key=lambda i: (-scores.get(i, 0.0), i))
-    chosen: list[int] = []
-    used = 0
-    for i in ranked:
-        if used + len(sentences[i]) + 1 > limit:
-            continue
-        chosen.append(i)
-        used += len(sentences[i]) + 1
-    if not chosen:
-        return shorten(text, limit)
-    return " ".join(sentences[i] for i in sorted(chosen)) + (" …" if len(chosen) < len(sentences) else "")
-
-
 # The report ---------------------------------------------------------------------------
 
 

@@ -394,17 +394,6 @@ def test_the_system_layer_has_nothing_that_changes_between_tasks():
     assert "Mina, Marketing lead at Acme" in context.render_system(system)
 
 
-def test_a_recalled_answer_keeps_the_sentences_that_answer_the_question():
-    answer = (
-        "Noted: the two comparison posts did best. The podcast sponsorship brought fewer clicks than expected. "
-        "Respondents liked the shared task board. " * 6
-        + "For the record, the Team plan costs $29 a month."
-    )
-    short = context.snippet(answer, "What does the Team plan cost?", 200)
-
-    assert "$29 a month" in short and len(short) <= 202
-
-
 def test_recall_shows_the_latest_answer_to_a_repeated_request_and_every_exchange_above_the_cut_off():
     candidates = (
         RecallCandidate(turn=3, instruction="Prepare the weekly support summary", answer="Week 1: 40 tickets.", score=8.0),
