@@ -366,8 +366,8 @@ class SearchEntry(models.Model):
 
     Written with the message, in the same transaction (imports too), never for notices.
     `terms` is the text in the search vocabulary (sessions.search_text), so SQLite's FTS5
-    table (kept in step by triggers) and PostgreSQL's GIN index over `to_tsvector('simple',
-    terms)` see exactly the same words. The channel is copied here so a search is scoped by
+    table (kept in step by triggers) and PostgreSQL's GIN index over a stored `to_tsvector('simple',
+    terms)` (a column only PostgreSQL has) see exactly the same words. The channel is copied here so a search is scoped by
     an index, not by a join through sessions. Migration 0007 creates both engines.
     """
 

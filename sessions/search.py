@@ -10,7 +10,8 @@ and a word's rarity is counted where it is used. The database does the rest:
 
 * SQLite (the embedded default): an FTS5 table over `SearchEntry.terms`, kept in step by
   triggers, ranked by FTS5's own `bm25()`;
-* PostgreSQL: a GIN index over `to_tsvector('simple', terms)`. PostgreSQL's `ts_rank` has no
+* PostgreSQL: a GIN index over `words`, the stored `to_tsvector('simple', terms)` (a column
+  only PostgreSQL has, added by migration 0007). PostgreSQL's `ts_rank` has no
   notion of how rare a word is, so each query word's rank is weighted by its inverse
   document frequency in the searched channels, counted through the same index: BM25's idea
   with the database's own parts.
@@ -154,7 +155,7 @@ def _postgres_counts(words: list[str]) -> dict[str, int]:
     common-word limit (past it, the exact number is not needed)."""
     one = (
         f"SELECT %s, (SELECT count(*) FROM (SELECT 1 FROM {ENTRY_TABLE} "
-        f"WHERE to_tsvector('simple', terms) @@ to_tsquery('simple', %s) LIMIT %s) AS found)"
+        f"WHERE words @@ to_tsquery('simple', %s) LIMIT %s) AS found)"
     )
     sql = " UNION ALL ".join([one] * len(words))
     params = [value for word in words for value in (word, f"'{word}'", COMMON_WORD_MESSAGES + 1)]
@@ -185,7 +186,7 @@ def _search_sqlite(words: list[str], counts, channel_ids: list[int], limit: int,
 
 
 def _search_postgres(words: list[str], counts, channel_ids: list[int], limit: int, leave_out) -> list[tuple]:
-    vector = "to_tsvector('simple', e.terms)"
+    vector = "e.words"
     channels = f"e.channel_id IN ({', '.join(['%s'] * len(channel_ids))})"
     either = " | ".join(f"'{word}'" for word in words)
     excluded, excluded_params = _leave_out_sql(leave_out)
