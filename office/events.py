@@ -32,6 +32,8 @@ log = logging.getLogger(__name__)
 LAYER_TYPE = "office.event"
 # Notices to the office's sidebars (OfficeConsumer.office_activity, .office_presence).
 ACTIVITY_TYPE, PRESENCE_TYPE = "office.activity", "office.presence"
+# To one person's sockets: a membership of theirs ended (office.membership), close those of that office.
+REVOKED_TYPE = "membership.revoked"
 # Task states that may change who is at work (queued does not: nobody has started).
 PRESENCE_STATUSES = frozenset({"running", "done", "failed", "stopped"})
 # The session frame shows this many of the newest messages; older ones are on the page or in resync.
@@ -46,6 +48,10 @@ def channel_group(channel_id: int) -> str:
 
 def office_group(office_id: int) -> str:
     return f"office-{office_id}"
+
+
+def person_group(user_id: int) -> str:
+    return f"person-{user_id}"
 
 
 def remember_server_loop() -> None:
@@ -186,6 +192,15 @@ def send_to_office(office_id: int, notice: dict) -> None:
         _group_send(office_group(office_id), notice)
     except Exception:
         log.exception("could not send %s to office %s", notice.get("type"), office_id)
+
+
+def send_to_person(user_id: int, message: dict) -> None:
+    """Tell every open socket of one person (a membership ended). Losing one is caught by the
+    sockets' periodic membership check."""
+    try:
+        _group_send(person_group(user_id), message)
+    except Exception:
+        log.exception("could not send %s to person %s", message.get("type"), user_id)
 
 
 def _group_send(group: str, message: dict) -> None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import time
+import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
@@ -87,11 +88,14 @@ def post_instruction(
     text = text.strip()
     if not text:
         raise InstructionRejected("empty", "An instruction needs some text.")
+    if not has_visible_text(text):
+        # Zero-width spaces, joiners, BOMs…: nothing a coworker (or the person reading later) can see.
+        raise InstructionRejected("invalid", "An instruction needs some visible text.")
     if len(text) > MAX_INSTRUCTION_CHARS:
         raise InstructionRejected("too_long", f"An instruction can be at most {MAX_INSTRUCTION_CHARS:,} characters.")
     client_id = client_id[:64]
     if client_id and (existing := Task.objects.filter(session__channel=channel, client_id=client_id).first()):
-        return existing
+        return same_instruction(existing, text)
     if admit is not None:
         admit()
     responders = [coworker] if coworker else choose_responders(channel, text, provider or get_provider())
@@ -123,8 +127,24 @@ def post_instruction(
         existing = Task.objects.filter(session__channel=channel, client_id=client_id).first() if client_id else None
         if existing is None:
             raise
-        return existing
+        return same_instruction(existing, text)
     return task
+
+
+def has_visible_text(text: str) -> bool:
+    """Anything but whitespace and invisible format characters (Unicode category Cf: zero-width
+    space and joiners, word joiner, BOM, direction marks)."""
+    return any(not char.isspace() and unicodedata.category(char) != "Cf" for char in text)
+
+
+def same_instruction(existing: Task, text: str) -> Task:
+    """A resend is the same task only if it says the same thing: a client_id reused for other words
+    is a client bug, and acknowledging it with the old task would silently drop the new words."""
+    if _instruction(existing).strip() != text:
+        raise InstructionRejected(
+            "conflict", "This client_id was already used for another instruction, so this one was not sent."
+        )
+    return existing
 
 
 def abandoned_tasks(session, *, before: int) -> list[int]:
