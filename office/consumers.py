@@ -8,7 +8,9 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import math
 import re
+import time
 from functools import partial
 from typing import Any
 
@@ -33,8 +35,14 @@ REFUSED = 4403
 # every character is sent as a \uXXXX escape.
 MAX_FRAME_CHARS = 200_000
 MAX_CLIENT_ID_CHARS = 64
-# How many stored events one read of a resync replays; a longer gap takes several reads.
+# How many stored events one read replays (a resync, an acknowledgement, a catch-up).
 RESYNC_PAGE = 500
+# A resync replays at most this many events, then says `truncated` (the page reloads instead): a
+# client that never reads would otherwise have the server buffer the whole channel, as often as asked.
+RESYNC_MAX_EVENTS = 500
+# Resyncs per socket: a burst of RESYNC_BURST, then one every RESYNC_EVERY_SECONDS; more are refused
+# with `rate_limited` (a page sends one per reconnect).
+RESYNC_BURST, RESYNC_EVERY_SECONDS = 3, 5.0
 # Redis forgets who is in a group when it restarts, and a socket that stays open through that
 # would hear nothing more: each socket joins its group again this often, then sends from the
 # store what it missed.
@@ -136,6 +144,7 @@ class ChannelConsumer(StaysJoined):
         self.language = nudge.language_from_header(_header(self.scope, b"accept-language"))
         # The seq of the next persisted event this socket forwards live: each is sent once, in order.
         self.next_seq = 1
+        self.resyncs = Bucket(RESYNC_BURST, RESYNC_EVERY_SECONDS)
         self.office_id = await member_office(self.scope.get("user"), self.channel_id)
         if self.office_id is None:
             await self.close(code=REFUSED)
@@ -263,15 +272,26 @@ class ChannelConsumer(StaysJoined):
         after = content.get("after")
         if not _is_count(after):
             raise FrameError("bad_frame", "resync needs `after`, the last seq the client has (0 for none).")
-        while True:
-            batch = await database_sync_to_async(events.events_after)(self.channel_id, after, RESYNC_PAGE)
-            for frame in batch:
-                # Sent even if this socket sent it before: the client asked for everything after `after`.
-                await self.send_json(frame)
-                self.next_seq = max(self.next_seq, frame["seq"] + 1)
-            if len(batch) < RESYNC_PAGE:
-                return
-            after = batch[-1]["seq"]
+        if not self.resyncs.take():
+            raise FrameError(
+                "rate_limited",
+                f"Too many resyncs on this connection; try again in {ratelimit.wait_phrase(self.resyncs.wait())}.",
+            )
+        batch = await database_sync_to_async(events.events_after)(self.channel_id, after, RESYNC_MAX_EVENTS + 1)
+        for frame in batch[:RESYNC_MAX_EVENTS]:
+            # Sent even if this socket sent it before: the client asked for everything after `after`.
+            await self.send_json(frame)
+            self.next_seq = max(self.next_seq, frame["seq"] + 1)
+        if len(batch) > RESYNC_MAX_EVENTS:
+            # More than one replay's worth behind: reloading the page is cheaper for both ends.
+            await self.send_json(
+                {
+                    "type": "resync",
+                    "truncated": True,
+                    "after": batch[RESYNC_MAX_EVENTS - 1]["seq"],
+                    "detail": f"More than {RESYNC_MAX_EVENTS} events were missed; reload the page to see them all.",
+                }
+            )
 
     HANDLERS = {
         "instruction": on_instruction,
@@ -396,6 +416,27 @@ def stop_task(channel_id: int, task_id: int) -> bool:
         return False
     pipeline.request_stop(task)
     return True
+
+
+class Bucket:
+    """A token bucket of one socket's own (no cache round trip: it lives and dies with the socket)."""
+
+    def __init__(self, size: int, every: float, clock=time.monotonic) -> None:
+        self.size, self.every, self.clock = size, every, clock
+        self.tokens, self.at = float(size), clock()
+
+    def take(self) -> bool:
+        now = self.clock()
+        self.tokens = min(self.size, self.tokens + (now - self.at) / self.every)
+        self.at = now
+        if self.tokens < 1:
+            return False
+        self.tokens -= 1
+        return True
+
+    def wait(self) -> int:
+        """Whole seconds until the next token (at least 1)."""
+        return max(1, math.ceil((1 - self.tokens) * self.every))
 
 
 def _storable(text: str) -> bool:
