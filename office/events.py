@@ -207,8 +207,13 @@ def _group_send(group: str, message: dict) -> None:
     layer = get_channel_layer()
     if layer is None:
         return
+    in_memory = isinstance(layer, InMemoryChannelLayer)
+    if in_memory and _server_loop is not None and _server_loop.is_closed():
+        # The server has stopped: every in-memory listener lived on that loop, so nobody can hear
+        # this (a reply finishing during shutdown). Not an error.
+        return
     send = layer.group_send(group, message)
-    loop = _server_loop if isinstance(layer, InMemoryChannelLayer) else _sender_loop()
+    loop = _server_loop if in_memory else _sender_loop()
     if loop is not None and loop.is_running() and not _on_loop(loop):
         # Wait, so events from one thread arrive in the order they were sent.
         asyncio.run_coroutine_threadsafe(send, loop).result(timeout=10)

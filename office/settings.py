@@ -262,3 +262,6 @@ INSTRUCTIONS_PER_MINUTE = int(env("INSTRUCTIONS_PER_MINUTE", "30"))
 # Per person, the same way: "start a new conversation" more often than this in a minute gets a
 # `rate_limited` error frame and starts nothing.
 NEW_SESSIONS_PER_MINUTE = int(env("NEW_SESSIONS_PER_MINUTE", "10"))
+# SIGTERM of a server running background work in-process (the embedded default): what is running
+# gets this long to finish before it is asked to leave (and is resumed on the next start).
+SHUTDOWN_GRACE_SECONDS = float(env("SHUTDOWN_GRACE_SECONDS", "10"))

@@ -27,7 +27,7 @@ from coworkers.models import Coworker
 from coworkers.providers import Completion, CompletionRequest, Provider, ProviderError, get_provider
 from coworkers.providers.wire import cost_usd
 from coworkers.routing import choose_responders
-from office import events
+from office import background, events
 from office.models import Channel
 
 from . import context, prompts, services, upkeep
@@ -213,6 +213,12 @@ def run_task(task_id: int, *, provider: Provider | None = None) -> Task | None:
 
             meetings.close_meeting(task, provider)
         return finish(task, Task.Status.DONE)
+    except Interrupted:
+        # The server is stopping and the grace period is over: nothing more is stored. Its lease is
+        # given up, so the next start resumes it from the store at once instead of after the lease.
+        Task.objects.filter(pk=task_id, attempts=task.attempts, status=Task.Status.RUNNING).update(lease_until=timezone.now())
+        log.info("task %s: left unfinished, the server is stopping; the next start resumes it", task_id)
+        return None
     except Superseded:
         log.warning("task %s: attempt %s stalled past its lease and another took over; leaving it", task_id, task.attempts)
         return None
@@ -304,7 +310,8 @@ def work_as(task: Task, slug: str, provider: Provider) -> str:
             raise
         deltas.flush()
         if stopped(fresh=True) and stopped.superseded:
-            raise Superseded()  # checked right before storing: a stale attempt adds nothing
+            # Checked right before storing: a stale (or interrupted) attempt adds nothing.
+            raise Interrupted() if stopped.interrupted else Superseded()
         renew_lease(task)
         store_reply(task, slug, completion, provider)
         if completion.stop_reason == "stopped" or stopped():
@@ -417,9 +424,12 @@ class StopCheck:
     def __init__(self, task_id: int, attempt: int | None = None, clock: Callable[[], float] = time.monotonic) -> None:
         self.task_id, self.attempt, self.clock = task_id, attempt, clock
         self.checked_at = self.renewed_at = float("-inf")
-        self.stopped = self.superseded = False
+        self.stopped = self.superseded = self.interrupted = False
 
     def __call__(self, *, fresh: bool = False) -> bool:
+        if background.leaving():
+            # The server is stopping: leave as a superseded attempt does, storing nothing more.
+            self.stopped = self.superseded = self.interrupted = True
         if not self.stopped and (fresh or self.clock() - self.checked_at >= STOP_CHECK_SECONDS):
             self.checked_at = self.clock()
             row = Task.objects.filter(pk=self.task_id).values("stop_requested_at", "attempts").first()
@@ -432,6 +442,8 @@ class StopCheck:
 
     def outcome(self) -> str:
         """What a halted attempt reports: stopped, unless it was taken over (then it must leave quietly)."""
+        if self.interrupted:
+            raise Interrupted()
         if self.superseded:
             raise Superseded()
         return Task.Status.STOPPED
@@ -439,6 +451,10 @@ class StopCheck:
 
 class Superseded(Exception):
     """Another attempt holds the task now; this one leaves without storing or finishing anything."""
+
+
+class Interrupted(Superseded):
+    """The server is stopping: this attempt leaves without storing or finishing anything."""
 
 
 @dataclass
