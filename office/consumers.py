@@ -47,6 +47,8 @@ RESYNC_BURST, RESYNC_EVERY_SECONDS = 3, 5.0
 # would hear nothing more: each socket joins its group again this often, then sends from the
 # store what it missed.
 REJOIN_SECONDS = 20
+# Tries to join a group on connect before the handshake is refused.
+JOIN_ATTEMPTS = 3
 _UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
 
 
@@ -87,7 +89,17 @@ class StaysJoined(AsyncJsonWebsocketConsumer):
         self.group = group
         self.person_group = events.person_group(self.scope["user"].pk)
         for name in (self.group, self.person_group):
-            await self.channel_layer.group_add(name, self.channel_name)
+            for attempt in range(JOIN_ATTEMPTS):
+                try:
+                    await self.channel_layer.group_add(name, self.channel_name)
+                    break
+                except unavailable.ERRORS as error:
+                    # A socket accepted without its group would hear nothing: retry briefly, then
+                    # raise, which refuses the handshake (the page reconnects by itself).
+                    if attempt == JOIN_ATTEMPTS - 1:
+                        raise
+                    log.warning("%s: could not join (attempt %d): %s", name, attempt + 1, error)
+                    await asyncio.sleep(0.2 * 2**attempt)
 
     async def leave(self) -> None:
         for name in (self.group, self.person_group):

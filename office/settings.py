@@ -139,10 +139,23 @@ REDIS_URL = env("REDIS_URL")
 if REDIS_URL:
     CHANNEL_LAYERS = {
         "default": {
-            "BACKEND": "channels_redis.core.RedisChannelLayer",
-            # A read timeout well above channels_redis's 5 s BZPOPMIN: redis-py's default (5 s) is
-            # the same length, so an idle socket's wait could time out and close its websocket.
-            "CONFIG": {"hosts": [{"address": REDIS_URL, "socket_timeout": 15}], "capacity": 1000, "expiry": 60},
+            # channels_redis with a blocking pool (office/layers.py): at most max_connections per
+            # event loop, and a caller past that waits (up to pool_timeout) instead of failing.
+            "BACKEND": "office.layers.PooledRedisChannelLayer",
+            "CONFIG": {
+                "hosts": [
+                    {
+                        "address": REDIS_URL,
+                        # A read timeout well above channels_redis's 5 s BZPOPMIN: redis-py's default
+                        # (5 s) is the same length, so an idle socket's wait could time out and close it.
+                        "socket_timeout": 15,
+                        "max_connections": int(env("CHANNEL_LAYER_CONNECTIONS", "50")),
+                        "pool_timeout": 10,
+                    }
+                ],
+                "capacity": 1000,
+                "expiry": 60,
+            },
         }
     }
 else:
