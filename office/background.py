@@ -108,8 +108,9 @@ def _submit(function: Callable[..., Any], *args: Any) -> None:
     if _closing.is_set():
         # Follow-up work asked for while the server stops (a finished task's memory extraction and
         # fold, a queued task): dropped, because it is asked for again. The next task asks for any
-        # fold still due, memory extraction is swept (memory.unextracted_tasks), and a task left
-        # queued is sent again with the next instruction to its session (pipeline.abandoned_tasks).
+        # fold still due, and a memory extraction that never ran and a task left queued are sent
+        # again with the next instruction to the session (tasks.lost_memory_extractions,
+        # pipeline.abandoned_tasks).
         log.info("%s%r not started: the server is stopping", _name(function), args)
         return
     try:

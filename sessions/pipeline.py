@@ -119,6 +119,10 @@ def post_instruction(
                 # Celery redelivers and beat's sweeper re-sends; only the embedded runner needs this.
                 for earlier in abandoned_tasks(session, before=task.turn):
                     tasks.run_task.enqueue(earlier)
+                # The same for memory extraction a stopped server dropped (beat's sweeper does it in
+                # production), at most every MEMORY_RESEND_SPACING per task, as there.
+                for lost in tasks.lost_memory_extractions(session.pk):
+                    tasks.extract_task_memory.enqueue(lost)
             tasks.run_task.enqueue(task.pk)
             tasks.check_nudge.enqueue(session.pk, "instruction", language)
         log.info("task %s (session %s, turn %s) stored in channel %s", task.pk, session.pk, task.turn, channel.pk)
