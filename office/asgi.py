@@ -1,6 +1,8 @@
 """The ASGI application Daphne serves: Django for HTTP, Channels for websockets."""
 
+import asyncio
 import os
+import sys
 
 from django.core.asgi import get_asgi_application
 
@@ -14,6 +16,7 @@ from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E40
 from django.conf import settings  # noqa: E402
 from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler  # noqa: E402
 
+from office import background  # noqa: E402
 from office.routing import websocket_urlpatterns  # noqa: E402
 
 application = ProtocolTypeRouter(
@@ -24,3 +27,23 @@ application = ProtocolTypeRouter(
         "websocket": AllowedHostsOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
     }
 )
+
+
+def stop_background_work_on_shutdown() -> None:
+    """Under Daphne (`make run`), SIGTERM stops Twisted's reactor. Before it stops, the in-process
+    jobs are wound down (background.shutdown: nothing new starts, running work gets a grace
+    period), off the event loop, which keeps running meanwhile so a finishing reply still reaches
+    the group. Without this the interpreter's exit shut the pool under a running task, which then
+    failed its follow-up work, and waited for every queued reply."""
+    if "daphne.server" not in sys.modules:
+        return  # not served by Daphne (tests, a management command): nothing to hook
+    from twisted.internet import defer, reactor
+
+    def before_shutdown():
+        loop = asyncio.get_event_loop()
+        return defer.Deferred.fromFuture(asyncio.ensure_future(loop.run_in_executor(None, background.shutdown)))
+
+    reactor.addSystemEventTrigger("before", "shutdown", before_shutdown)
+
+
+stop_background_work_on_shutdown()

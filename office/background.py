@@ -28,6 +28,10 @@ log = logging.getLogger(__name__)
 _pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="background")
 _in_flight: set[Future] = set()
 _in_flight_lock = threading.Lock()
+# Set when the server begins to stop (shutdown): no new job starts, and a job's retry wait ends.
+_closing = threading.Event()
+# Set when the grace period is over: running work leaves at its next stop check (pipeline.StopCheck).
+_leaving = threading.Event()
 
 
 def backoff_seconds(attempt: int, base: float = 2.0, cap: float = 300.0) -> float:
@@ -69,9 +73,14 @@ class Job:
             # is stored), and a task left queued is sent again by the stalled-task sweeper.
             log.error("%s%r could not be sent to the broker: %s", self.name, args, error)
 
-    def run_here(self, *args: Any, sleep: Callable[[float], None] = time.sleep) -> Any:
-        """Run in this thread with a worker's retries; a final failure is logged, not raised."""
+    def run_here(self, *args: Any, sleep: Callable[[float], Any] | None = None) -> Any:
+        """Run in this thread with a worker's retries; a final failure is logged, not raised.
+        The server stopping ends a retry wait: the job is left for the next start to do again."""
+        sleep = sleep or _closing.wait
         for attempt in range(self.max_retries + 1):
+            if attempt and _closing.is_set():
+                log.info("%s%r not retried: the server is stopping", self.name, args)
+                return None
             try:
                 return self.func(*args)
             except self.retry_on as error:
@@ -96,10 +105,28 @@ class Job:
 
 
 def _submit(function: Callable[..., Any], *args: Any) -> None:
-    future = _pool.submit(function, *args)
+    if _closing.is_set():
+        # Follow-up work asked for while the server stops (a finished task's memory extraction and
+        # fold, a queued task): dropped, because it is asked for again. The next task asks for any
+        # fold still due, and a memory extraction that never ran and a task left queued are sent
+        # again with the next instruction to the session (tasks.lost_memory_extractions,
+        # pipeline.abandoned_tasks).
+        log.info("%s%r not started: the server is stopping", _name(function), args)
+        return
+    try:
+        future = _pool.submit(function, *args)
+    except RuntimeError:
+        # The pool is shut down (the interpreter is exiting): the same as above.
+        log.info("%s%r not started: the pool is shut down", _name(function), args)
+        return
     with _in_flight_lock:
         _in_flight.add(future)
     future.add_done_callback(_forget)
+
+
+def _name(function: Callable[..., Any]) -> str:
+    job = getattr(function, "__self__", None)
+    return getattr(job, "name", None) or getattr(function, "__qualname__", repr(function))
 
 
 def _forget(future: Future) -> None:
@@ -118,6 +145,32 @@ def drain(timeout: float = 60.0) -> bool:
             return True
         wait(pending, timeout=max(deadline - time.monotonic(), 0))
     return False
+
+
+def shutdown(grace: float | None = None) -> bool:
+    """Stop the in-process jobs for a server that is stopping (SIGTERM; asgi.py calls this before
+    Daphne's reactor stops). Jobs not started are dropped (their work is asked for again, see
+    _submit); running ones get `grace` seconds to finish (a reply mid-stream usually does), then
+    are asked to leave at their next stop check, storing nothing more, to be resumed on the next
+    start. Never raises; True if everything finished within the grace period."""
+    grace = settings.SHUTDOWN_GRACE_SECONDS if grace is None else grace
+    _closing.set()
+    _pool.shutdown(wait=False, cancel_futures=True)
+    if drain(timeout=grace):
+        return True
+    log.warning("background work still running %.0f s after the server began to stop; asking it to leave", grace)
+    _leaving.set()
+    drain(timeout=5)
+    return False
+
+
+def closing() -> bool:
+    return _closing.is_set()
+
+
+def leaving() -> bool:
+    """Running work must stop now and store nothing more (the grace period of a shutdown is over)."""
+    return _leaving.is_set()
 
 
 def _retryable(error: BaseException) -> bool:

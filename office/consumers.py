@@ -8,7 +8,9 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import math
 import re
+import time
 from functools import partial
 from typing import Any
 
@@ -33,12 +35,20 @@ REFUSED = 4403
 # every character is sent as a \uXXXX escape.
 MAX_FRAME_CHARS = 200_000
 MAX_CLIENT_ID_CHARS = 64
-# How many stored events one read of a resync replays; a longer gap takes several reads.
+# How many stored events one read replays (a resync, an acknowledgement, a catch-up).
 RESYNC_PAGE = 500
+# A resync replays at most this many events, then says `truncated` (the page reloads instead): a
+# client that never reads would otherwise have the server buffer the whole channel, as often as asked.
+RESYNC_MAX_EVENTS = 500
+# Resyncs per socket: a burst of RESYNC_BURST, then one every RESYNC_EVERY_SECONDS; more are refused
+# with `rate_limited` (a page sends one per reconnect).
+RESYNC_BURST, RESYNC_EVERY_SECONDS = 3, 5.0
 # Redis forgets who is in a group when it restarts, and a socket that stays open through that
 # would hear nothing more: each socket joins its group again this often, then sends from the
 # store what it missed.
 REJOIN_SECONDS = 20
+# Tries to join a group on connect before the handshake is refused.
+JOIN_ATTEMPTS = 3
 _UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
 
 
@@ -52,10 +62,18 @@ class FrameError(Exception):
 
 class StaysJoined(AsyncJsonWebsocketConsumer):
     """A consumer of one group that joins it again every REJOIN_SECONDS (harmless when still in it):
-    Redis forgets group members when it restarts, and a socket that stayed open would hear nothing."""
+    Redis forgets group members when it restarts, and a socket that stayed open would hear nothing.
+
+    It also listens to its person's group, where an ended membership is announced
+    (office/membership.py): a socket of that office closes with REFUSED at once and forwards nothing
+    more. The periodic re-join checks membership again, in case that notice was lost."""
 
     group: str | None = None
+    person_group: str | None = None
+    office_id: int | None = None
     rejoining: asyncio.Task | None = None
+    # Set once the person is no longer a member: nothing more is forwarded while the close goes out.
+    revoked = False
 
     async def __call__(self, scope, receive, send) -> None:
         try:
@@ -65,14 +83,41 @@ class StaysJoined(AsyncJsonWebsocketConsumer):
             if self.rejoining is not None:
                 self.rejoining.cancel()
 
+    async def join(self, group: str) -> None:
+        """Join the socket's group and its person's group (before accepting: a join that fails
+        raises, and the socket is closed rather than left open and deaf)."""
+        self.group = group
+        self.person_group = events.person_group(self.scope["user"].pk)
+        for name in (self.group, self.person_group):
+            for attempt in range(JOIN_ATTEMPTS):
+                try:
+                    await self.channel_layer.group_add(name, self.channel_name)
+                    break
+                except unavailable.ERRORS as error:
+                    # A socket accepted without its group would hear nothing: retry briefly, then
+                    # raise, which refuses the handshake (the page reconnects by itself).
+                    if attempt == JOIN_ATTEMPTS - 1:
+                        raise
+                    log.warning("%s: could not join (attempt %d): %s", name, attempt + 1, error)
+                    await asyncio.sleep(0.2 * 2**attempt)
+
+    async def leave(self) -> None:
+        for name in (self.group, self.person_group):
+            if name:
+                await self.channel_layer.group_discard(name, self.channel_name)
+
     def start_rejoining(self) -> None:
         self.rejoining = asyncio.create_task(self.stay_joined())
 
     async def stay_joined(self) -> None:
-        while True:
+        while not self.revoked:
             await asyncio.sleep(REJOIN_SECONDS)
             try:
-                await self.channel_layer.group_add(self.group, self.channel_name)
+                for name in (self.group, self.person_group):
+                    await self.channel_layer.group_add(name, self.channel_name)
+                if not await self.still_member():
+                    await self.refuse()
+                    return
                 await self.rejoined()
             except unavailable.ERRORS as error:
                 # Redis away: this socket's receive fails too and the page reconnects. The database
@@ -86,6 +131,20 @@ class StaysJoined(AsyncJsonWebsocketConsumer):
     async def rejoined(self) -> None:
         """After each re-join: send what may have been missed meanwhile."""
 
+    async def still_member(self) -> bool:
+        return await database_sync_to_async(is_office_member)(self.scope.get("user"), self.office_id)
+
+    async def membership_revoked(self, message: dict) -> None:
+        """From the person's group: one of their memberships ended (None: some membership changed)."""
+        if self.revoked:
+            return
+        if message.get("office") == self.office_id or (message.get("office") is None and not await self.still_member()):
+            await self.refuse()
+
+    async def refuse(self) -> None:
+        self.revoked = True
+        await self.close(code=REFUSED)
+
 
 class ChannelConsumer(StaysJoined):
     """One browser tab watching one channel. Frames: see DESIGN.md, Contracts."""
@@ -97,13 +156,14 @@ class ChannelConsumer(StaysJoined):
         self.language = nudge.language_from_header(_header(self.scope, b"accept-language"))
         # The seq of the next persisted event this socket forwards live: each is sent once, in order.
         self.next_seq = 1
-        if not await is_member(self.scope.get("user"), self.channel_id):
+        self.resyncs = Bucket(RESYNC_BURST, RESYNC_EVERY_SECONDS)
+        self.office_id = await member_office(self.scope.get("user"), self.channel_id)
+        if self.office_id is None:
             await self.close(code=REFUSED)
             return
         events.remember_server_loop()
         # Join before reading the snapshot: an event committed after the read is then sure to arrive.
-        self.group = events.channel_group(self.channel_id)
-        await self.channel_layer.group_add(self.group, self.channel_name)
+        await self.join(events.channel_group(self.channel_id))
         await self.accept()
         frame = await database_sync_to_async(events.session_frame)(self.channel_id)
         # Events up to the snapshot's seq are in it, or the client's resync asks for them.
@@ -117,8 +177,8 @@ class ChannelConsumer(StaysJoined):
             log.exception("could not check the nudge on entry to channel %s", self.channel_id)
 
     async def disconnect(self, code: int) -> None:
-        if self.group:
-            await self.channel_layer.group_discard(self.group, self.channel_name)
+        await self.leave()
+        if self.group and not self.revoked:
             # What this tab was shown live counts as read (the sidebar's unread counts).
             await database_sync_to_async(reading.mark_read)(
                 user=self.scope.get("user"), channel_id=self.channel_id, seq=self.next_seq - 1
@@ -127,6 +187,8 @@ class ChannelConsumer(StaysJoined):
     # From the client --------------------------------------------------------------------
 
     async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None, **kwargs: Any) -> None:
+        if self.revoked:
+            return
         try:
             if text_data is None:
                 raise FrameError("bad_json", "Frames are JSON text.")
@@ -153,9 +215,9 @@ class ChannelConsumer(StaysJoined):
         handler = self.HANDLERS.get(content["type"])
         if handler is None:
             raise FrameError("unknown_type", f"Unknown frame type: {content['type'][:40]!r}.")
-        if not await is_member(self.scope.get("user"), self.channel_id):
-            # Removed from the office while connected.
-            await self.close(code=REFUSED)
+        if await member_office(self.scope.get("user"), self.channel_id) is None:
+            # Removed from the office while connected (and the notice has not arrived yet).
+            await self.refuse()
             return
         try:
             await handler(self, content)
@@ -166,17 +228,22 @@ class ChannelConsumer(StaysJoined):
             raise FrameError("internal", "Something went wrong on our side. Please try again.") from None
 
     async def on_instruction(self, content: dict) -> None:
-        text, client_id = content.get("text"), content.get("client_id") or ""
+        text = content.get("text")
         if not isinstance(text, str):
             raise FrameError("bad_frame", "An instruction needs text.")
-        if not isinstance(client_id, str) or len(client_id) > MAX_CLIENT_ID_CHARS:
-            raise FrameError("bad_frame", f"client_id is a string of at most {MAX_CLIENT_ID_CHARS} characters.")
+        # One rule, no falsy shortcuts: absent means "no id"; anything present must be a real id
+        # (0, false or [] read as "no id" would turn a client's resend into a second task).
+        client_id = content.get("client_id", "")
+        if "client_id" in content and not (isinstance(client_id, str) and 0 < len(client_id) <= MAX_CLIENT_ID_CHARS):
+            raise FrameError("invalid", f"client_id is a non-empty string of at most {MAX_CLIENT_ID_CHARS} characters.")
         if not (_storable(text) and _storable(client_id)):
             raise FrameError("bad_frame", "An instruction cannot contain NUL characters or unpaired surrogates.")
         if not text.strip():
             raise FrameError("empty", "An instruction needs some text.")
         if len(text.strip()) > pipeline.MAX_INSTRUCTION_CHARS:
             raise FrameError("too_long", f"An instruction can be at most {pipeline.MAX_INSTRUCTION_CHARS:,} characters.")
+        if not pipeline.has_visible_text(text):
+            raise FrameError("invalid", "An instruction needs some visible text.")
         try:
             # Not database_sync_to_async: routing (choose_responders) may call a model over the
             # network before the task is stored, and Channels' one shared database thread must
@@ -200,7 +267,7 @@ class ChannelConsumer(StaysJoined):
 
     async def on_session_new(self, content: dict) -> None:
         # The new `session` frame reaches every tab through the group, this one included.
-        await database_sync_to_async(start_new_conversation)(self.channel_id)
+        await database_sync_to_async(start_new_conversation)(self.channel_id, self.scope["user"].pk)
 
     async def on_nudge_dismiss(self, content: dict) -> None:
         # "Keep going": nothing to store. The nudge is shown once per session whatever the answer.
@@ -217,15 +284,26 @@ class ChannelConsumer(StaysJoined):
         after = content.get("after")
         if not _is_count(after):
             raise FrameError("bad_frame", "resync needs `after`, the last seq the client has (0 for none).")
-        while True:
-            batch = await database_sync_to_async(events.events_after)(self.channel_id, after, RESYNC_PAGE)
-            for frame in batch:
-                # Sent even if this socket sent it before: the client asked for everything after `after`.
-                await self.send_json(frame)
-                self.next_seq = max(self.next_seq, frame["seq"] + 1)
-            if len(batch) < RESYNC_PAGE:
-                return
-            after = batch[-1]["seq"]
+        if not self.resyncs.take():
+            raise FrameError(
+                "rate_limited",
+                f"Too many resyncs on this connection; try again in {ratelimit.wait_phrase(self.resyncs.wait())}.",
+            )
+        batch = await database_sync_to_async(events.events_after)(self.channel_id, after, RESYNC_MAX_EVENTS + 1)
+        for frame in batch[:RESYNC_MAX_EVENTS]:
+            # Sent even if this socket sent it before: the client asked for everything after `after`.
+            await self.send_json(frame)
+            self.next_seq = max(self.next_seq, frame["seq"] + 1)
+        if len(batch) > RESYNC_MAX_EVENTS:
+            # More than one replay's worth behind: reloading the page is cheaper for both ends.
+            await self.send_json(
+                {
+                    "type": "resync",
+                    "truncated": True,
+                    "after": batch[RESYNC_MAX_EVENTS - 1]["seq"],
+                    "detail": f"More than {RESYNC_MAX_EVENTS} events were missed; reload the page to see them all.",
+                }
+            )
 
     HANDLERS = {
         "instruction": on_instruction,
@@ -241,6 +319,8 @@ class ChannelConsumer(StaysJoined):
     # From the group ----------------------------------------------------------------------
 
     async def rejoined(self) -> None:
+        if self.revoked:
+            return
         await self.send_stored(
             await database_sync_to_async(events.events_after)(self.channel_id, self.next_seq - 1, RESYNC_PAGE)
         )
@@ -253,6 +333,8 @@ class ChannelConsumer(StaysJoined):
                 self.next_seq = frame["seq"] + 1
 
     async def office_event(self, message: dict) -> None:
+        if self.revoked:
+            return  # closing: not one more delta to someone who is no longer a member
         frame = message["event"]
         seq = frame.get("seq")
         if seq is None:  # a delta: not stored, not numbered
@@ -276,10 +358,19 @@ class ChannelConsumer(StaysJoined):
 
 
 @database_sync_to_async
-def is_member(user, channel_id: int) -> bool:
+def member_office(user, channel_id: int) -> int | None:
+    """The channel's office, if `user` may see the channel; None for anyone else."""
     if user is None or not user.is_authenticated:
+        return None
+    return Channel.objects.visible_to(user).filter(pk=channel_id).values_list("office_id", flat=True).first()
+
+
+def is_office_member(user, office_id: int | None) -> bool:
+    from .models import Membership
+
+    if user is None or not user.is_authenticated or office_id is None:
         return False
-    return Channel.objects.visible_to(user).filter(pk=channel_id).exists()
+    return Membership.objects.filter(user=user, office_id=office_id).exists()
 
 
 def post_instruction(*, channel_id: int, user_id: int, text: str, client_id: str, language: str, after: int) -> list[dict]:
@@ -316,7 +407,17 @@ def check_instruction_rate(user_id: int) -> None:
 post_off_shared_thread = sync_to_async(post_instruction, thread_sensitive=False)
 
 
-def start_new_conversation(channel_id: int) -> None:
+def start_new_conversation(channel_id: int, user_id: int) -> None:
+    # Each new conversation ends one and stores a session: counted per person like instructions,
+    # so a script cannot fill the store with empty sessions.
+    limit = settings.NEW_SESSIONS_PER_MINUTE
+    verdict = ratelimit.hit(f"sessions:{user_id}", limit=limit, period=60)
+    if not verdict.allowed:
+        raise FrameError(
+            "rate_limited",
+            f"You are starting new conversations faster than {limit} a minute, so this one was not started. "
+            f"Try again in {ratelimit.wait_phrase(verdict.retry_after)}.",
+        )
     nudge.start_new_conversation(channel=Channel.objects.get(pk=channel_id))
 
 
@@ -327,6 +428,27 @@ def stop_task(channel_id: int, task_id: int) -> bool:
         return False
     pipeline.request_stop(task)
     return True
+
+
+class Bucket:
+    """A token bucket of one socket's own (no cache round trip: it lives and dies with the socket)."""
+
+    def __init__(self, size: int, every: float, clock=time.monotonic) -> None:
+        self.size, self.every, self.clock = size, every, clock
+        self.tokens, self.at = float(size), clock()
+
+    def take(self) -> bool:
+        now = self.clock()
+        self.tokens = min(self.size, self.tokens + (now - self.at) / self.every)
+        self.at = now
+        if self.tokens < 1:
+            return False
+        self.tokens -= 1
+        return True
+
+    def wait(self) -> int:
+        """Whole seconds until the next token (at least 1)."""
+        return max(1, math.ceil((1 - self.tokens) * self.every))
 
 
 def _storable(text: str) -> bool:

@@ -32,6 +32,8 @@ log = logging.getLogger(__name__)
 LAYER_TYPE = "office.event"
 # Notices to the office's sidebars (OfficeConsumer.office_activity, .office_presence).
 ACTIVITY_TYPE, PRESENCE_TYPE = "office.activity", "office.presence"
+# To one person's sockets: a membership of theirs ended (office.membership), close those of that office.
+REVOKED_TYPE = "membership.revoked"
 # Task states that may change who is at work (queued does not: nobody has started).
 PRESENCE_STATUSES = frozenset({"running", "done", "failed", "stopped"})
 # The session frame shows this many of the newest messages; older ones are on the page or in resync.
@@ -46,6 +48,10 @@ def channel_group(channel_id: int) -> str:
 
 def office_group(office_id: int) -> str:
     return f"office-{office_id}"
+
+
+def person_group(user_id: int) -> str:
+    return f"person-{user_id}"
 
 
 def remember_server_loop() -> None:
@@ -188,12 +194,26 @@ def send_to_office(office_id: int, notice: dict) -> None:
         log.exception("could not send %s to office %s", notice.get("type"), office_id)
 
 
+def send_to_person(user_id: int, message: dict) -> None:
+    """Tell every open socket of one person (a membership ended). Losing one is caught by the
+    sockets' periodic membership check."""
+    try:
+        _group_send(person_group(user_id), message)
+    except Exception:
+        log.exception("could not send %s to person %s", message.get("type"), user_id)
+
+
 def _group_send(group: str, message: dict) -> None:
     layer = get_channel_layer()
     if layer is None:
         return
+    in_memory = isinstance(layer, InMemoryChannelLayer)
+    if in_memory and _server_loop is not None and _server_loop.is_closed():
+        # The server has stopped: every in-memory listener lived on that loop, so nobody can hear
+        # this (a reply finishing during shutdown). Not an error.
+        return
     send = layer.group_send(group, message)
-    loop = _server_loop if isinstance(layer, InMemoryChannelLayer) else _sender_loop()
+    loop = _server_loop if in_memory else _sender_loop()
     if loop is not None and loop.is_running() and not _on_loop(loop):
         # Wait, so events from one thread arrive in the order they were sent.
         asyncio.run_coroutine_threadsafe(send, loop).result(timeout=10)

@@ -41,8 +41,7 @@ class OfficeConsumer(StaysJoined):
             return
         events.remember_server_loop()
         # Join before reading the snapshot: a notice committed after the read is then sure to arrive.
-        self.group = events.office_group(self.office_id)
-        await self.channel_layer.group_add(self.group, self.channel_name)
+        await self.join(events.office_group(self.office_id))
         await self.accept()
         frame = await database_sync_to_async(presence.sidebar_frame)(user=self.user, office_id=self.office_id)
         self.visible = {channel["id"] for channel in frame["channels"]}
@@ -54,8 +53,7 @@ class OfficeConsumer(StaysJoined):
         self.start_rejoining()
 
     async def disconnect(self, code: int) -> None:
-        if self.group:
-            await self.channel_layer.group_discard(self.group, self.channel_name)
+        await self.leave()
 
     async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None, **kwargs: Any) -> None:
         # The sidebar only listens; whatever a client sends is ignored (the snapshot comes on connect).
@@ -73,7 +71,8 @@ class OfficeConsumer(StaysJoined):
             await self.send_presence_changes()
 
     async def rejoined(self) -> None:
-        await self.send_presence_changes()
+        if not self.revoked:
+            await self.send_presence_changes()
 
     async def send_presence_changes(self) -> None:
         working = await database_sync_to_async(presence.working_coworkers)(office_id=self.office_id, user=self.user)
@@ -82,7 +81,7 @@ class OfficeConsumer(StaysJoined):
         self.working = working
 
     async def can_see(self, channel_id: int) -> bool:
-        if self.refused:
+        if self.refused or self.revoked:
             return False
         stale = time.monotonic() - self.visible_at > VISIBLE_SECONDS
         if stale or channel_id not in self.visible | self.hidden:

@@ -6,6 +6,7 @@ on PostgreSQL, Redis and Celery workers. Every variable is listed in README.md.
 """
 
 import os
+from datetime import timedelta
 from pathlib import Path
 
 import dj_database_url
@@ -67,6 +68,7 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "django.contrib.staticfiles",
     "channels",
+    "axes",  # sign-in throttling: office/signin.py
     "office",
     "coworkers",
     "sessions",
@@ -82,6 +84,8 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    # Last, as django-axes asks: it turns a lockout into the login page that says so.
+    "axes.middleware.AxesMiddleware",
 ]
 
 if not DEBUG:
@@ -135,10 +139,23 @@ REDIS_URL = env("REDIS_URL")
 if REDIS_URL:
     CHANNEL_LAYERS = {
         "default": {
-            "BACKEND": "channels_redis.core.RedisChannelLayer",
-            # A read timeout well above channels_redis's 5 s BZPOPMIN: redis-py's default (5 s) is
-            # the same length, so an idle socket's wait could time out and close its websocket.
-            "CONFIG": {"hosts": [{"address": REDIS_URL, "socket_timeout": 15}], "capacity": 1000, "expiry": 60},
+            # channels_redis with a blocking pool (office/layers.py): at most max_connections per
+            # event loop, and a caller past that waits (up to pool_timeout) instead of failing.
+            "BACKEND": "office.layers.PooledRedisChannelLayer",
+            "CONFIG": {
+                "hosts": [
+                    {
+                        "address": REDIS_URL,
+                        # A read timeout well above channels_redis's 5 s BZPOPMIN: redis-py's default
+                        # (5 s) is the same length, so an idle socket's wait could time out and close it.
+                        "socket_timeout": 15,
+                        "max_connections": int(env("CHANNEL_LAYER_CONNECTIONS", "50")),
+                        "pool_timeout": 10,
+                    }
+                ],
+                "capacity": 1000,
+                "expiry": 60,
+            },
         }
     }
 else:
@@ -178,6 +195,20 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
     {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
 ]
+
+# Sign-in throttling (django-axes): AXES_FAILURE_LIMIT wrong passwords for one username from one
+# address lock that pair out for AXES_COOLOFF_TIME (a lockout of the username alone would let anyone
+# lock a colleague out; of the address alone, a whole office behind one NAT). Attempts are kept in
+# the database, which every Daphne process shares, in the embedded default and in production alike.
+AUTHENTICATION_BACKENDS = ["office.signin.ThrottledBackend", "django.contrib.auth.backends.ModelBackend"]
+AXES_FAILURE_LIMIT = int(env("LOGIN_FAILURE_LIMIT", "10"))
+AXES_COOLOFF_TIME = timedelta(minutes=int(env("LOGIN_COOLOFF_MINUTES", "15")))
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_RESET_ON_SUCCESS = True
+AXES_HANDLER = "axes.handlers.database.AxesDatabaseHandler"
+AXES_LOCKOUT_CALLABLE = "office.signin.locked_out"
+# The address is REMOTE_ADDR (axes' default): behind the TLS proxy, Daphne's --proxy-headers puts
+# the client's address there.
 
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "home"
@@ -241,3 +272,9 @@ PACED_CHUNK_MS = int(env("PACED_CHUNK_MS", "20"))
 # Per person, across all their tabs and channels: more instructions than this in a
 # minute get a `rate_limited` error frame and are not stored.
 INSTRUCTIONS_PER_MINUTE = int(env("INSTRUCTIONS_PER_MINUTE", "30"))
+# Per person, the same way: "start a new conversation" more often than this in a minute gets a
+# `rate_limited` error frame and starts nothing.
+NEW_SESSIONS_PER_MINUTE = int(env("NEW_SESSIONS_PER_MINUTE", "10"))
+# SIGTERM of a server running background work in-process (the embedded default): what is running
+# gets this long to finish before it is asked to leave (and is resumed on the next start).
+SHUTDOWN_GRACE_SECONDS = float(env("SHUTDOWN_GRACE_SECONDS", "10"))

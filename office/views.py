@@ -142,7 +142,7 @@ def task_report(request: HttpRequest, channel_id: int, turn: int) -> JsonRespons
     channel = _visible_channel(request, channel_id)
     session_id = request.GET.get("session")
     if session_id:
-        if not session_id.isdigit():
+        if not _is_id(session_id):
             raise Http404
         session = get_object_or_404(channel.sessions, pk=int(session_id))
     else:
@@ -334,7 +334,12 @@ def _amount(chars: int, tokens: int | None) -> str:
 
 
 def _ids(values: Iterable | None) -> list[int]:
-    return [int(v) for v in values or () if isinstance(v, int) or (isinstance(v, str) and v.isdigit())]
+    return [int(v) for v in values or () if isinstance(v, int) or (isinstance(v, str) and _is_id(v))]
+
+
+def _is_id(value: str) -> bool:
+    """ASCII digits only: str.isdigit() is also true of '²' and other digits int() refuses."""
+    return value.isascii() and value.isdigit() and len(value) <= 18
 
 
 def _scope_name(item: MemoryItem) -> str:

@@ -71,7 +71,9 @@ def extract_memory(*, task_id: int, provider: Provider | None = None) -> list[Me
         return [apply_decision(decision, office_id=channel.office_id, task=task, actor=EXTRACTOR) for decision in decisions]
 
 
-def unextracted_tasks(now: datetime, *, older_than: timedelta, within: timedelta, limit: int = 200) -> list[int]:
+def unextracted_tasks(
+    now: datetime, *, older_than: timedelta, within: timedelta, limit: int = 200, session_id: int | None = None
+) -> list[int]:
     """Tasks that finished between `within` and `older_than` ago and whose memory was never
     extracted: the job's delivery was lost (the broker was away when the task finished).
 
@@ -86,6 +88,8 @@ def unextracted_tasks(now: datetime, *, older_than: timedelta, within: timedelta
         finished_at__lt=now - older_than,
         finished_at__gte=now - within,
     )
+    if session_id is not None:
+        lost = lost.filter(session_id=session_id)
     return list(lost.order_by("finished_at").values_list("pk", flat=True)[:limit])
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import time
+import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
@@ -26,7 +27,7 @@ from coworkers.models import Coworker
 from coworkers.providers import Completion, CompletionRequest, Provider, ProviderError, get_provider
 from coworkers.providers.wire import cost_usd
 from coworkers.routing import choose_responders
-from office import events
+from office import background, events
 from office.models import Channel
 
 from . import context, prompts, services, upkeep
@@ -87,11 +88,14 @@ def post_instruction(
     text = text.strip()
     if not text:
         raise InstructionRejected("empty", "An instruction needs some text.")
+    if not has_visible_text(text):
+        # Zero-width spaces, joiners, BOMs…: nothing a coworker (or the person reading later) can see.
+        raise InstructionRejected("invalid", "An instruction needs some visible text.")
     if len(text) > MAX_INSTRUCTION_CHARS:
         raise InstructionRejected("too_long", f"An instruction can be at most {MAX_INSTRUCTION_CHARS:,} characters.")
     client_id = client_id[:64]
     if client_id and (existing := Task.objects.filter(session__channel=channel, client_id=client_id).first()):
-        return existing
+        return same_instruction(existing, text)
     if admit is not None:
         admit()
     responders = [coworker] if coworker else choose_responders(channel, text, provider or get_provider())
@@ -115,6 +119,10 @@ def post_instruction(
                 # Celery redelivers and beat's sweeper re-sends; only the embedded runner needs this.
                 for earlier in abandoned_tasks(session, before=task.turn):
                     tasks.run_task.enqueue(earlier)
+                # The same for memory extraction a stopped server dropped (beat's sweeper does it in
+                # production), at most every MEMORY_RESEND_SPACING per task, as there.
+                for lost in tasks.lost_memory_extractions(session.pk):
+                    tasks.extract_task_memory.enqueue(lost)
             tasks.run_task.enqueue(task.pk)
             tasks.check_nudge.enqueue(session.pk, "instruction", language)
         log.info("task %s (session %s, turn %s) stored in channel %s", task.pk, session.pk, task.turn, channel.pk)
@@ -123,8 +131,24 @@ def post_instruction(
         existing = Task.objects.filter(session__channel=channel, client_id=client_id).first() if client_id else None
         if existing is None:
             raise
-        return existing
+        return same_instruction(existing, text)
     return task
+
+
+def has_visible_text(text: str) -> bool:
+    """Anything but whitespace and invisible format characters (Unicode category Cf: zero-width
+    space and joiners, word joiner, BOM, direction marks)."""
+    return any(not char.isspace() and unicodedata.category(char) != "Cf" for char in text)
+
+
+def same_instruction(existing: Task, text: str) -> Task:
+    """A resend is the same task only if it says the same thing: a client_id reused for other words
+    is a client bug, and acknowledging it with the old task would silently drop the new words."""
+    if _instruction(existing).strip() != text:
+        raise InstructionRejected(
+            "conflict", "This client_id was already used for another instruction, so this one was not sent."
+        )
+    return existing
 
 
 def abandoned_tasks(session, *, before: int) -> list[int]:
@@ -193,6 +217,12 @@ def run_task(task_id: int, *, provider: Provider | None = None) -> Task | None:
 
             meetings.close_meeting(task, provider)
         return finish(task, Task.Status.DONE)
+    except Interrupted:
+        # The server is stopping and the grace period is over: nothing more is stored. Its lease is
+        # given up, so the next start resumes it from the store at once instead of after the lease.
+        Task.objects.filter(pk=task_id, attempts=task.attempts, status=Task.Status.RUNNING).update(lease_until=timezone.now())
+        log.info("task %s: left unfinished, the server is stopping; the next start resumes it", task_id)
+        return None
     except Superseded:
         log.warning("task %s: attempt %s stalled past its lease and another took over; leaving it", task_id, task.attempts)
         return None
@@ -284,7 +314,8 @@ def work_as(task: Task, slug: str, provider: Provider) -> str:
             raise
         deltas.flush()
         if stopped(fresh=True) and stopped.superseded:
-            raise Superseded()  # checked right before storing: a stale attempt adds nothing
+            # Checked right before storing: a stale (or interrupted) attempt adds nothing.
+            raise Interrupted() if stopped.interrupted else Superseded()
         renew_lease(task)
         store_reply(task, slug, completion, provider)
         if completion.stop_reason == "stopped" or stopped():
@@ -397,9 +428,12 @@ class StopCheck:
     def __init__(self, task_id: int, attempt: int | None = None, clock: Callable[[], float] = time.monotonic) -> None:
         self.task_id, self.attempt, self.clock = task_id, attempt, clock
         self.checked_at = self.renewed_at = float("-inf")
-        self.stopped = self.superseded = False
+        self.stopped = self.superseded = self.interrupted = False
 
     def __call__(self, *, fresh: bool = False) -> bool:
+        if background.leaving():
+            # The server is stopping: leave as a superseded attempt does, storing nothing more.
+            self.stopped = self.superseded = self.interrupted = True
         if not self.stopped and (fresh or self.clock() - self.checked_at >= STOP_CHECK_SECONDS):
             self.checked_at = self.clock()
             row = Task.objects.filter(pk=self.task_id).values("stop_requested_at", "attempts").first()
@@ -412,6 +446,8 @@ class StopCheck:
 
     def outcome(self) -> str:
         """What a halted attempt reports: stopped, unless it was taken over (then it must leave quietly)."""
+        if self.interrupted:
+            raise Interrupted()
         if self.superseded:
             raise Superseded()
         return Task.Status.STOPPED
@@ -419,6 +455,10 @@ class StopCheck:
 
 class Superseded(Exception):
     """Another attempt holds the task now; this one leaves without storing or finishing anything."""
+
+
+class Interrupted(Superseded):
+    """The server is stopping: this attempt leaves without storing or finishing anything."""
 
 
 @dataclass

@@ -47,6 +47,25 @@ def check_nudge(session_id: int, trigger: str, language: str = "en") -> None:
     nudge.maybe_nudge(session_id, trigger, language)
 
 
+# The embedded server has no beat: a memory extraction it dropped while stopping is sent again
+# with the session's next instruction, once the task finished this long ago (its own job has run).
+EMBEDDED_MEMORY_LOST_AFTER = timedelta(seconds=30)
+
+
+def lost_memory_extractions(session_id: int) -> list[int]:
+    """The session's finished tasks whose memory extraction never ran, each at most every
+    MEMORY_RESEND_SPACING (a model that keeps failing is not asked at every instruction)."""
+    now = timezone.now()
+    candidates = memory.unextracted_tasks(
+        now, older_than=EMBEDDED_MEMORY_LOST_AFTER, within=MEMORY_SWEEP_WITHIN, session_id=session_id
+    )
+    return [
+        task_id
+        for task_id in candidates
+        if cache.add(f"memory-resent:{task_id}", True, timeout=MEMORY_RESEND_SPACING.total_seconds())
+    ]
+
+
 @job()
 def requeue_stalled_tasks() -> int:
     """Run by Celery beat in production (every REQUEUE_EVERY_SECONDS): send again the tasks whose

@@ -668,6 +668,10 @@ function handle(frame) {
     case "nudge":
       if (!seen(frame)) onNudge(frame);
       return;
+    case "resync":
+      // More was missed than one replay sends: the page, rendered afresh, has all of it.
+      if (frame.truncated) window.location.reload();
+      return;
     case "error":
       return showError(frame);
   }

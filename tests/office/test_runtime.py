@@ -61,7 +61,9 @@ def test_database_url_selects_postgresql(db):
 def test_redis_url_carries_events_between_processes():
     """With REDIS_URL the layer is channels_redis: a group message reaches a receiver."""
     layer = get_channel_layer()
-    assert type(layer).__name__ == "RedisChannelLayer"
+    from channels_redis.core import RedisChannelLayer
+
+    assert isinstance(layer, RedisChannelLayer)
 
     async def round_trip() -> dict:
         channel = await layer.new_channel()

@@ -97,6 +97,7 @@ def test_a_request_body_over_the_upload_limit_is_refused(bob, acme, settings):
         "/c/{channel}/tasks/1/report/?session=-1",
         "/c/{channel}/tasks/1/report/?session=1e3",
         "/c/{channel}/tasks/1/report/?session=%00",
+        "/c/{channel}/tasks/1/report/?session=%C2%B2",  # '²': str.isdigit() says yes, int() says no
         "/o/acme/memory/" + str(HUGE) + "/edit/",
         "/o/" + "a" * 5000 + "/",
     ],
@@ -120,11 +121,11 @@ BAD_FRAMES = [
     (json.dumps({"type": "instruction", "text": "x" * 199_000}), "too_long"),
     ("{" * 50_000, "bad_json"),
     ("[" * 100_000 + "]" * 100_000, "bad_json"),  # nested too deep to parse
-    ('{"type": "instruction", "text": "hi", "client_id": "' + "x" * 65 + '"}', "bad_frame"),
+    ('{"type": "instruction", "text": "hi", "client_id": "' + "x" * 65 + '"}', "invalid"),
     ('{"type": "instruction", "text": ["hi"]}', "bad_frame"),
     ('{"type": "instruction", "text": {"$gt": ""}}', "bad_frame"),
     ('{"type": "instruction", "text": null}', "bad_frame"),
-    ('{"type": "instruction", "text": "hi", "client_id": ["a"]}', "bad_frame"),
+    ('{"type": "instruction", "text": "hi", "client_id": ["a"]}', "invalid"),
     ('{"type": "instruction", "text": "nul \\u0000 inside"}', "bad_frame"),
     ('{"type": "instruction", "text": "lone \\ud800 surrogate"}', "bad_frame"),
     ('{"type": "instruction", "text": "hi", "client_id": "nul\\u0000"}', "bad_frame"),

@@ -100,8 +100,8 @@ def limit_of_three(settings, no_background, monkeypatch):
     monkeypatch.setattr("sessions.tasks.check_nudge.enqueue", lambda *args: None)
 
 
-async def send_instruction(socket, text: str, client_id: str = "") -> list[dict]:
-    await socket.send_json_to({"type": "instruction", "text": text, "client_id": client_id})
+async def send_instruction(socket, text: str, client_id: str | None = None) -> list[dict]:
+    await socket.send_json_to({"type": "instruction", "text": text, **({"client_id": client_id} if client_id else {})})
     return await receive_until(socket, "task")
 
 
