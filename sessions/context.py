@@ -747,7 +747,7 @@ def select_recall(
     """
     latest: dict[str, RecallCandidate] = {}
     for candidate in sorted(candidates, key=lambda c: c.key):
-        said = " ".join(relevance.tokens(candidate.instruction)) or f"{candidate.key}"
+        said = " ".join(candidate.instruction.lower().split()) or f"{candidate.key}"
         latest[said] = candidate
     ranked = sorted(latest.values(), key=lambda c: (-c.score, -c.session, -c.turn))
     if not ranked or room <= 0:

@@ -17,8 +17,8 @@ from django.utils import timezone
 from coworkers.models import Coworker
 from office.models import Channel
 
-from . import context, history, relevance, search
-from .models import ContextPolicy, MemoryItem, Message, Session, SummaryVersion, Task
+from . import context, history, search
+from .models import ContextPolicy, MemoryItem, Message, SearchEntry, Session, SummaryVersion, Task
 from .policy import Policy, default_policy, with_overrides
 from .services import records_of, task_messages
 
@@ -26,7 +26,8 @@ from .services import records_of, task_messages
 # far more than a prompt can hold, so the builder's budget and cut-off decide what is shown.
 RECALL_HITS = 120
 RECALL_EXCHANGES = 60
-# A neighbouring exchange that continues a found one scores this share of it.
+# A neighbouring exchange that continues one of the best this many found scores this share of it.
+CONTINUED = 20
 CONTINUATION = 0.6
 # Memory is read newest first, pinned always; a prompt never needs more than this many items.
 MEMORY_ROWS = 200
@@ -199,7 +200,7 @@ def find_recall_candidates(session: Session, instruction: str, *, through: int) 
     said = exchanges(best_keys)
     # The exchange before or after a found one comes along, a little below it, when it goes on
     # with its subject: a decision is often the exchange after the one that asked.
-    for key in list(best_keys):
+    for key in best_keys[:CONTINUED]:
         for near in ((key[0], key[1] - 1), (key[0], key[1] + 1)):
             if near in scores or near not in said or (near[0] == session.pk and near[1] > through):
                 continue
@@ -237,6 +238,12 @@ class _Exchange:
     answer: str
     coworker: str | None
     when: datetime | None
+    asked: frozenset[str]  # the instruction's index words
+    answered: frozenset[str]  # the reply's
+
+    @property
+    def words(self) -> frozenset[str]:
+        return self.asked | self.answered
 
 
 def exchanges(keys: Sequence[tuple[int, int]]) -> dict[tuple[int, int], _Exchange]:
@@ -252,33 +259,33 @@ def exchanges(keys: Sequence[tuple[int, int]]) -> dict[tuple[int, int], _Exchang
         f"(session_id = %s AND turn IN ({', '.join(['%s'] * len(turns))}))" for turns in wanted.values()
     )
     params = [value for session_id, turns in wanted.items() for value in (session_id, *sorted(turns))]
-    table = Message._meta.db_table
     sql = (
-        f"SELECT session_id, turn, role, content, coworker, created_at FROM {table} "
-        f"WHERE ({where}) AND role IN (%s, %s) ORDER BY session_id, turn, position"
+        f"SELECT m.session_id, m.turn, m.role, m.content, m.coworker, m.created_at, e.terms "
+        f"FROM {Message._meta.db_table} AS m LEFT JOIN {SearchEntry._meta.db_table} AS e ON e.message_id = m.id "
+        f"WHERE ({where.replace('session_id', 'm.session_id').replace('turn IN', 'm.turn IN')}) "
+        "AND m.role IN (%s, %s) ORDER BY m.session_id, m.turn, m.position"
     )
     with connection.cursor() as cursor:
         cursor.execute(sql, [*params, Message.Role.USER, Message.Role.ASSISTANT])
         rows = cursor.fetchall()
     found: dict[tuple[int, int], _Exchange] = {}
-    for session_id, turn, role, content, coworker, created_at in rows:
+    for session_id, turn, role, content, coworker, created_at, terms in rows:
         key = (session_id, turn)
         now = found.get(key)
+        words = frozenset((terms or "").split())
         if role == Message.Role.USER:
             if now is None:  # the task's instruction: its first user message
-                found[key] = _Exchange(content, "", None, _as_datetime(created_at))
+                found[key] = _Exchange(content, "", None, _as_datetime(created_at), words, words)
         elif now is not None and content.strip():  # the final reply: the last assistant text
-            found[key] = _Exchange(now.instruction, content, coworker or now.coworker, now.when)
+            found[key] = _Exchange(now.instruction, content, coworker or now.coworker, now.when, now.asked, words)
     return found
 
 
 def _continues(found: _Exchange, near: _Exchange) -> bool:
-    """Whether two neighbouring exchanges are about the same thing: they share a few specific words."""
-    def words(exchange: _Exchange) -> set[str]:
-        return {t for t in relevance.tokens(f"{exchange.instruction} {exchange.answer}") if len(t) > 1}
-
-    shared = words(found) & words(near)
-    chinese = any(t[0] >= "\u3040" for t in shared)
+    """Whether two neighbouring exchanges are about the same thing: they share a few specific
+    words (their index words, so nothing is tokenized again)."""
+    shared = found.words & near.words
+    chinese = any(unscoped[0] >= "\u3040" for unscoped in (w.split("x", 1)[1] for w in shared))
     return len(shared) >= (4 if chinese else 2)
 
 
