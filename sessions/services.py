@@ -11,6 +11,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import QuerySet
 from django.utils import timezone
 
+from office import rendering
 from office.models import Channel
 
 from . import history, jsonl
@@ -62,20 +63,22 @@ def end_active_session(*, channel: Channel) -> int:
 # Appending -----------------------------------------------------------------
 
 
-def start_task(*, session: Session, instruction: str, **task_fields) -> tuple[Task, Message]:
+def start_task(*, session: Session, instruction: str, html: str | None = None, **task_fields) -> tuple[Task, Message]:
     """Store a new instruction as the next task, before any model sees it.
 
     `task_fields` are the Task's own (coworker, client_id, origin, handed_off_from). No
     savepoint of its own inside the caller's transaction: a caller that catches its failure
-    and goes on must open one around the call.
+    and goes on must open one around the call. A caller inside a transaction passes `html`
+    (rendering.render(instruction), done before it opened it): rendering holds no lock.
     """
     if not instruction.strip():
         raise ValueError("An instruction needs some text.")
+    html = rendering.render(instruction) if html is None else html
     with transaction.atomic(savepoint=False):  # as events.send_event: nobody goes on after a failure
         _lock_active(session)
         last = Task.objects.filter(session=session).order_by("-turn").values_list("turn", flat=True).first()
         task = Task.objects.create(session=session, turn=(last or 0) + 1, **task_fields)
-        message = _append_locked(session, turn=task.turn, role=Message.Role.USER, content=instruction)
+        message = _append_locked(session, turn=task.turn, role=Message.Role.USER, content=instruction, html=html)
     return task, message
 
 
@@ -88,13 +91,17 @@ def append_message(
     tool_calls: Iterable[history.ToolCall] = (),
     tool_call_id: str = "",
     coworker: str = "",
+    html: str | None = None,
 ) -> Message:
-    """Append one message to the end of the session's chain and store it now.
+    """Append one message to the end of the session's chain and store it now, with its HTML.
 
     Appends to one session are serialized (a row lock on PostgreSQL, the
     IMMEDIATE write lock on SQLite); the chain's unique constraints are the
     guard behind that, so two concurrent appends can never fork the chain.
+    The content is rendered before the transaction begins; a caller already in
+    one passes `html` (rendering.render(content)) rendered before it began.
     """
+    html = rendering.render(content) if html is None else html
     with transaction.atomic():
         _lock_active(session)
         return _append_locked(
@@ -105,6 +112,7 @@ def append_message(
             tool_calls=tuple(tool_calls),
             tool_call_id=tool_call_id,
             coworker=coworker,
+            html=html,
         )
 
 
@@ -123,6 +131,7 @@ def _append_locked(
     tool_calls: tuple[history.ToolCall, ...] = (),
     tool_call_id: str = "",
     coworker: str = "",
+    html: str,
 ) -> Message:
     if role not in history.ROLES:
         raise ValueError(f"Unknown role {role!r}.")
@@ -134,7 +143,7 @@ def _append_locked(
         raise ValueError(f"Session {session.pk} has no task {turn} to add to.")
     # Turns may interleave: a task still working when the next instruction arrives keeps appending.
     last = Message.objects.filter(session=session).order_by("-position").only("id", "position").first()
-    return Message.objects.create(
+    message = Message.objects.create(
         session=session,
         position=last.position + 1 if last else 1,
         previous=last,
@@ -145,6 +154,9 @@ def _append_locked(
         tool_call_id=tool_call_id,
         coworker=coworker,
     )
+    rendering.store([(message.pk, html)])
+    message.html = html  # for the event that announces it (events.send_event)
+    return message
 
 
 # Reading -------------------------------------------------------------------
@@ -251,6 +263,8 @@ def import_session(*, channel: Channel, data: str | bytes) -> ImportResult:
         raise ImportRejected(line_of.get(error.record_id), str(error)) from error
     _check_tasks(tasks, line_of)
     rebuilt = history.rebuild_messages(records)
+    # Rendered before the transaction, so SQLite's write lock is not held while markdown runs.
+    html = [rendering.render(record.content) for record in records]
 
     with transaction.atomic():
         end_active_session(channel=channel)
@@ -259,7 +273,8 @@ def import_session(*, channel: Channel, data: str | bytes) -> ImportResult:
             task.turn for task in tasks if any(call in rebuilt.repaired_tool_calls for call in _call_ids(task))
         }
         Task.objects.bulk_create(_task_row(session, task, interrupted_turns) for task in tasks)
-        Message.objects.bulk_create(_message_rows(session, records))
+        rows = Message.objects.bulk_create(_message_rows(session, records))
+        rendering.store((row.pk, markup) for row, markup in zip(rows, html))
     return ImportResult(
         session=session,
         tasks=len(tasks),
