@@ -254,14 +254,22 @@ def import_session(*, channel: Channel, data: str | bytes) -> ImportResult:
     except jsonl.JsonlError as error:
         raise ImportRejected(error.line, error.problem) from error
     if not parsed.records:
+        if parsed.skipped_lines:
+            (line,) = parsed.skipped_lines  # only the last line is ever skipped
+            raise ImportRejected(
+                line, "the file holds no records: its only line was cut off by an interrupted write (no newline, not JSON)"
+            )
         raise ImportRejected(None, "the file holds no records")
+    # Every check runs before anything is written: a refused file changes nothing.
     line_of = dict(zip((record.id for record in parsed.records), parsed.lines))
     try:
         records = history.order_chain(parsed.records)
-        tasks = history.group_tasks(records)
     except history.ChainError as error:
         raise ImportRejected(line_of.get(error.record_id), str(error)) from error
-    _check_tasks(tasks, line_of)
+    if (fault := history.order_fault(records)) is not None:
+        record_id, problem = fault
+        raise ImportRejected(line_of[record_id], problem)
+    tasks = history.group_tasks(records)
     rebuilt = history.rebuild_messages(records)
     # Rendered before the transaction, so SQLite's write lock is not held while markdown runs.
     html = [rendering.render(record.content) for record in records]
@@ -282,19 +290,6 @@ def import_session(*, channel: Channel, data: str | bytes) -> ImportResult:
         skipped_lines=parsed.skipped_lines,
         repaired_tool_calls=rebuilt.repaired_tool_calls,
     )
-
-
-def _check_tasks(tasks: list[history.TaskRecords], line_of: dict[str, int]) -> None:
-    for expected, task in enumerate(tasks, start=1):
-        first = task.records[0]
-        if task.turn != expected:
-            raise ImportRejected(
-                line_of[first.id], f"turn {task.turn} where turn {expected} was expected; turns count up from 1"
-            )
-        if first.role != Message.Role.USER:
-            raise ImportRejected(
-                line_of[first.id], f"turn {task.turn} begins with a {first.role} record, not the user's instruction"
-            )
 
 
 def _call_ids(task: history.TaskRecords) -> Iterator[str]:
