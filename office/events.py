@@ -17,6 +17,7 @@ import json
 import logging
 import os
 import threading
+import uuid
 from typing import Any
 
 from asgiref.sync import async_to_sync
@@ -93,9 +94,14 @@ def send_event(channel_id: int, event_type: str, **payload: Any) -> int:
 def _stored_html(message: dict) -> str:
     from .models import RenderedMessage
 
-    stored = RenderedMessage.objects.filter(message_id=message.get("id")).values_list("html", flat=True).first()
-    if stored is not None:
-        return stored
+    try:
+        message_id = uuid.UUID(str(message.get("id")))
+    except ValueError:
+        message_id = None  # not a stored message's id
+    if message_id is not None:
+        stored = RenderedMessage.objects.filter(message_id=message_id).values_list("html", flat=True).first()
+        if stored is not None:
+            return stored
     # Only a message stored without going through sessions.services gets here (tests, old code).
     return markdown.render(message.get("content") or "")
 
