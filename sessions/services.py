@@ -154,8 +154,9 @@ def _append_locked(
         tool_call_id=tool_call_id,
         coworker=coworker,
     )
+    # In the message's transaction, so the HTML exists exactly when the message does; the event
+    # that announces it (events.send_event) reads it from there.
     rendering.store([(message.pk, html)])
-    message.html = html  # for the event that announces it (events.send_event)
     return message
 
 
