@@ -6,7 +6,7 @@ from django.apps import apps
 from django.contrib import admin
 from django.utils.text import capfirst
 
-from .models import Channel, ChannelEvent, ChannelRead, Document, DocumentVersion, Membership, Office
+from .models import Channel, ChannelEvent, ChannelRead, Document, DocumentVersion, Membership, Office, RenderedMessage
 
 
 class DeletesWholeSessions:
@@ -32,6 +32,7 @@ class DeletesWholeSessions:
 _KEPT_WHOLE = (
     ("work_sessions.Message", "messages (the append-only history, deleted with its session)"),
     ("office.ChannelEvent", "channel events (what watchers were sent, deleted with their channel)"),
+    ("office.RenderedMessage", "rendered messages (each message's HTML, deleted with it)"),
 )
 
 
@@ -184,3 +185,12 @@ class ChannelReadAdmin(ReadOnlyAdmin, admin.ModelAdmin):
     list_filter = ["channel__office"]
     search_fields = ["user__username", "channel__name"]
     list_select_related = ["user", "channel"]
+
+
+@admin.register(RenderedMessage)
+class RenderedMessageAdmin(ReadOnlyAdmin, admin.ModelAdmin):
+    """Each message's stored HTML. Deleting one is safe: the next view renders it again and stores it."""
+
+    list_display = ["message"]
+    fields = ["message", "html"]
+    readonly_fields = fields

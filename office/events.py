@@ -17,6 +17,7 @@ import json
 import logging
 import os
 import threading
+import uuid
 from typing import Any
 
 from asgiref.sync import async_to_sync
@@ -68,13 +69,14 @@ def send_event(channel_id: int, event_type: str, **payload: Any) -> int:
     does, and without a savepoint of its own: a caller that catches its failure and goes on
     must open a savepoint (an inner `atomic()`) around the call.
 
-    A `message` event also gets `html`: the message rendered once, here, so every frame of it,
-    live or replayed, carries the same sanitized markup.
+    A `message` event also gets `html`: the message's stored HTML (rendered when it was stored,
+    before this transaction began), so every frame of it, live or replayed, carries the same
+    sanitized markup and nothing is rendered while the channel row is locked.
     """
     from .models import Channel, ChannelEvent
 
     if event_type == "message" and "html" not in payload:
-        payload["html"] = markdown.render((payload.get("message") or {}).get("content") or "")
+        payload["html"] = _stored_html(payload.get("message") or {})
     # Through JSON once, so the live frame is exactly what resync later reads back.
     payload = json.loads(json.dumps(payload, cls=DjangoJSONEncoder))
     # No savepoint inside the caller's transaction: nobody recovers from a failed event and goes
@@ -93,6 +95,21 @@ def send_event(channel_id: int, event_type: str, **payload: Any) -> int:
         if notice is not None:
             transaction.on_commit(lambda: send_to_office(office_id, notice))
     return seq
+
+
+def _stored_html(message: dict) -> str:
+    from .models import RenderedMessage
+
+    try:
+        message_id = uuid.UUID(str(message.get("id")))
+    except ValueError:
+        message_id = None  # not a stored message's id
+    if message_id is not None:
+        stored = RenderedMessage.objects.filter(message_id=message_id).values_list("html", flat=True).first()
+        if stored is not None:
+            return stored
+    # Only a message stored without going through sessions.services gets here (tests, old code).
+    return markdown.render(message.get("content") or "")
 
 
 def office_notice(channel_id: int, frame: dict) -> dict | None:
@@ -137,6 +154,7 @@ def session_frame(channel_id: int, *, limit: int = SESSION_MESSAGES) -> dict:
     from sessions.models import Message, Task
 
     from .models import Channel, ChannelEvent
+    from .rendering import html_of
 
     seq = last_seq(channel_id)
     session = services.get_active_session(channel=Channel.objects.get(pk=channel_id))
@@ -147,6 +165,9 @@ def session_frame(channel_id: int, *, limit: int = SESSION_MESSAGES) -> dict:
         .order_by("-seq")
         .values_list("payload__message__id", "seq")[: 2 * limit]
     )
+    # Stored HTML: rendering the newest messages again on every connect held Channels' one
+    # database thread for as long as the slowest of them took.
+    html = html_of(rows)
     messages = []
     for row in rows:
         message_seq = carried.get(str(row.pk))
@@ -155,7 +176,7 @@ def session_frame(channel_id: int, *, limit: int = SESSION_MESSAGES) -> dict:
         messages.append(
             {
                 "message": record_to_dict(services.record_from_row(row)),
-                "html": markdown.render(row.content),
+                "html": html[str(row.pk)],
                 "seq": message_seq,
             }
         )

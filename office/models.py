@@ -201,3 +201,20 @@ class ChannelRead(models.Model):
 
     def __str__(self) -> str:
         return f"{self.user} read {self.channel} up to {self.last_seen_seq}"
+
+
+class RenderedMessage(models.Model):
+    """A message's sanitized HTML, rendered once when it was stored (office/rendering.py).
+
+    A side table, not a column of Message: messages are append-only records of what was said,
+    and this is derived from them (it can be dropped and rebuilt). Pages, the `session` frame and
+    message events read it, so no page view or connect ever renders history again.
+    """
+
+    message = models.OneToOneField(
+        "work_sessions.Message", primary_key=True, on_delete=models.CASCADE, related_name="rendered"
+    )
+    html = models.TextField(blank=True)
+
+    def __str__(self) -> str:
+        return f"HTML of message {self.message_id}"

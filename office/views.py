@@ -19,9 +19,9 @@ from django.urls import reverse
 
 from sessions.models import MemoryItem, Message, Session, SummaryVersion, Task
 
-from .markdown import render as render_markdown
 from . import presence, reading
 from .models import Channel, Office
+from .rendering import html_of
 
 # Past this, the page shows the latest messages only (the full UI pages through them).
 MESSAGES_SHOWN = 200
@@ -276,6 +276,8 @@ def _prepare_history(channel: Channel, session: Session | None, messages: list[M
                 # The report is of the prompt built for the task's (first) coworker: its bar goes on their replies.
                 reports[str(turn)] = {**bar(report), "coworker": coworker}
     call_names: dict[str, str] = {}
+    # Rendered when stored; rendering history again on every page view was seconds of CPU a view.
+    html = html_of([m for m in messages if m.role == Message.Role.ASSISTANT and m.content])
     for message in messages:
         coworker = coworkers.get(message.coworker)
         # History keeps the slug it was written with; show today's name where there is one.
@@ -283,7 +285,7 @@ def _prepare_history(channel: Channel, session: Session | None, messages: list[M
         message.colour = coworker.colour if coworker else ""
         message.is_nudge = message.role == Message.Role.NOTICE and message.content.startswith(NUDGE_MARK)
         if message.role == Message.Role.ASSISTANT:
-            message.html = render_markdown(message.content) if message.content else ""
+            message.html = html.get(str(message.pk), "")
             message.calls = [_call(call) for call in message.tool_calls or ()]
             call_names.update({c["id"]: c["name"] for c in message.calls})
             context = reports.get(str(message.turn))

@@ -7,6 +7,7 @@ instruction); no ORM, no I/O, no clock. docs/context.md explains it in full.
 from __future__ import annotations
 
 import json
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -581,11 +582,20 @@ def _render_levels(window: list[Record], current: list[Record], policy: Policy) 
             current_messages.append(message)
         elif last_turn is not None:
             per_turn.setdefault(last_turn, []).append(message)
+    # A task none of whose records a model is sent (a history whose first instruction is empty is
+    # sent from the first one with text) still has its levels, empty: the plan sizes every task.
+    for record in window:
+        per_turn.setdefault(record.turn, [])
     long_cap = max(4 * policy.tool_digest_chars, 1_200)
+    # Shortening caps each message, not their number: a task of 5,000 tool calls stayed 600,000
+    # characters shortened, over any budget, and the plan could only say so. Shortened, a task
+    # also fits half the detailed budget, its tool steps collapsing (the other half: the tasks
+    # beside it and the tail).
+    task_cap = max(policy.detailed_chars // 2, long_cap)
     by_level = {}
     for turn, msgs in per_turn.items():
         digested = [_digest_tool_result(m, policy.tool_digest_chars) for m in msgs]
-        shortened = [_shorten_message(m, long_cap) for m in digested]
+        shortened = _collapse_tool_steps([_shorten_message(m, long_cap) for m in digested], task_cap)
         by_level[turn] = {FULL: msgs, TOOLS_DIGESTED: digested, SHORTENED: shortened}
     # The current task's own tool results are capped too: one huge result must not flood the prompt.
     current_cap = max(policy.detailed_chars // 2, long_cap)
@@ -598,6 +608,47 @@ def _render_levels(window: list[Record], current: list[Record], policy: Policy) 
 
     sizes = {turn: {level: size(msgs) for level, msgs in levels.items()} for turn, levels in by_level.items()}
     return _Rendered(by_level=by_level, current=current_messages, sizes=sizes)
+
+
+def _collapse_tool_steps(messages: list[BaseMessage], limit: int) -> list[BaseMessage]:
+    """A task's messages within about `limit` characters: the instruction, the last step (its
+    answer), and as many of the first and last steps before it as fit, alternately; the steps
+    between are left out whole (a call never without its results), and the first step after the
+    gap says what they were. A step is an AI message and the tool results that follow it."""
+    if _chars(messages) <= limit:
+        return messages
+    opening = next((i for i, m in enumerate(messages) if isinstance(m, AIMessage)), len(messages))
+    steps: list[list[BaseMessage]] = []
+    for message in messages[opening:]:
+        if isinstance(message, AIMessage) or not steps:
+            steps.append([message])
+        else:
+            steps[-1].append(message)
+    if len(steps) < 2:
+        return messages  # nothing between the instruction and the answer to leave out
+    *middle, last = steps
+    note_room = 200  # the gap's note, below
+    used = _chars(messages[:opening]) + _chars(last) + note_room
+    front, back = 0, 0
+    while front + back < len(middle):
+        step = middle[front] if front <= back else middle[len(middle) - 1 - back]
+        if used + _chars(step) > limit:
+            break
+        used += _chars(step)
+        front, back = (front + 1, back) if front <= back else (front, back + 1)
+    gap = middle[front : len(middle) - back]
+    after = [*middle[len(middle) - back :], last]
+    calls = Counter(call["name"] for step in gap for call in getattr(step[0], "tool_calls", None) or ())
+    names = ", ".join(f"{name} ×{count:,}" for name, count in calls.most_common(5))
+    note = (
+        f"[… {len(gap):,} step{'s' if len(gap) != 1 else ''} left out to fit the budget: "
+        f"{sum(calls.values()):,} tool calls{f' ({names})' if names else ''} and their results …]"
+    )
+    first = after[0][0]
+    content = f"{note}\n\n{_text(first)}" if _text(first) else note
+    after[0] = [AIMessage(content, tool_calls=first.tool_calls, id=first.id), *after[0][1:]]
+    kept = [message for step in [*middle[:front], *after] for message in step]
+    return [*messages[:opening], *kept]
 
 
 def _digest_tool_result(message: BaseMessage, limit: int) -> BaseMessage:

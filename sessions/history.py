@@ -3,6 +3,7 @@ Pure: imports only the standard library and langchain_core.messages (no Django, 
 
 from __future__ import annotations
 
+import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -78,7 +79,9 @@ def order_chain(records: Iterable[Record]) -> list[Record]:
             )
         successor[record.previous] = record
     if None not in successor:
-        raise ChainError("no head: every record follows another one (a cycle)", None)
+        # Name a record, so the import can name its line: the first one, which a cycle follows too.
+        first = next(iter(by_id.values()))
+        raise ChainError(f"no head: every record follows another one (a cycle), {first.id} among them", first.id)
 
     ordered: list[Record] = []
     current = successor.get(None)
@@ -96,6 +99,56 @@ def order_chain(records: Iterable[Record]) -> list[Record]:
 def _has_text(content: Any) -> bool:
     # Claude rejects empty and whitespace-only text blocks alike.
     return bool(content.strip()) if isinstance(content, str) else bool(content)
+
+
+# Characters that show nothing: white space, controls, and format characters such as the zero-width
+# space and joiners, the word joiner, the byte order mark and the soft hyphen.
+_INVISIBLE_CATEGORIES = frozenset({"Cc", "Cf", "Zs", "Zl", "Zp"})
+
+
+def is_visible(text: str) -> bool:
+    """Whether a person would see any of the text: an instruction of only zero-width characters is empty."""
+    return any(not char.isspace() and unicodedata.category(char) not in _INVISIBLE_CATEGORIES for char in text)
+
+
+def order_fault(records: Sequence[Record]) -> tuple[str, str] | None:
+    """The first reason records in chain order are not a history as it is lived, as (record id, problem).
+
+    As lived, for an import (live sessions let a task that is still working append after the next
+    instruction; an import must not, or its report, its tasks' statuses and its prompts would
+    disagree about which task a record belongs to): turns start at 1 and count up by one along
+    the chain, never back; each turn opens with the user's instruction, which has visible text,
+    and holds no other user record; a tool result answers, once, a call made earlier in its own
+    turn.
+    """
+    turn = 0
+    calls: dict[str, bool] = {}  # the current turn's tool call ids -> answered yet
+    for record in records:
+        if record.turn != turn:
+            if record.turn < turn:
+                return record.id, f"turn {record.turn} comes after turn {turn}; turns never go back along the chain"
+            if record.turn != turn + 1:
+                return record.id, f"turn {record.turn} where turn {turn + 1} was expected; turns count up from 1"
+            if record.role != "user":
+                return record.id, f"turn {record.turn} begins with a {record.role} record, not the user's instruction"
+            if not is_visible(record.content):
+                return record.id, f"the instruction of turn {record.turn} is empty (nothing visible in it)"
+            turn, calls = record.turn, {}
+        elif record.role == "user":
+            return record.id, f"a second user record in turn {turn}; each instruction begins a turn of its own"
+        for call in record.tool_calls:
+            calls.setdefault(call.id, False)
+        if record.role == "tool":
+            answered = calls.get(record.tool_call_id or "")
+            if answered is None:
+                return record.id, (
+                    f"tool result for {record.tool_call_id} answers no tool call made before it in turn {turn}; "
+                    "a result belongs to the turn of its call"
+                )
+            if answered:
+                return record.id, f"a second tool result for {record.tool_call_id} in turn {turn}"
+            calls[record.tool_call_id or ""] = True
+    return None
 
 
 @dataclass(frozen=True)

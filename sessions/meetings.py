@@ -16,6 +16,7 @@ from langchain_core.messages import HumanMessage
 
 from coworkers.models import Coworker
 from coworkers.providers import CompletionRequest, Provider, get_provider
+from office import rendering
 from office.models import Channel, Office
 
 from . import extract, history, memory, summarize
@@ -88,9 +89,11 @@ def close_meeting(task: Task, provider: Provider | None = None) -> dict:
     from . import services
     from .pipeline import post_instruction
 
+    notes_text = "Meeting notes\n\n" + completion.text.strip()
+    notes_html = rendering.render(notes_text)  # before the transaction: rendering holds no lock
     with transaction.atomic():
         services.append_message(
-            session=task.session, turn=task.turn, role=Message.Role.NOTICE, content="Meeting notes\n\n" + completion.text.strip()
+            session=task.session, turn=task.turn, role=Message.Role.NOTICE, content=notes_text, html=notes_html
         )
         for text in decisions:
             candidate = extract.Candidate(text=text, kind="decision")

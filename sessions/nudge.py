@@ -8,7 +8,7 @@ from __future__ import annotations
 from django.db import transaction
 from django.utils import timezone
 
-from office import events
+from office import events, rendering
 from office.models import Channel
 
 from . import prompts, services
@@ -72,6 +72,7 @@ def maybe_nudge(session_id: int, trigger: str, language: str = "en") -> bool:
     if Task.objects.filter(session=session).count() < prompts.resolve_policy(channel, channel.coworker).nudge_after_tasks:
         return False
     text = NUDGE_TEXT.get(language, NUDGE_TEXT["en"])
+    html = rendering.render(text)  # before the transaction: rendering holds no lock
     with transaction.atomic():
         claimed = Session.objects.filter(
             pk=session_id, status=Session.Status.ACTIVE, nudged_at__isnull=True
@@ -79,7 +80,7 @@ def maybe_nudge(session_id: int, trigger: str, language: str = "en") -> bool:
         if not claimed:
             return False  # 0 rows: already shown (another tab, the other trigger), or the session ended
         turn = Task.objects.filter(session=session).order_by("-turn").values_list("turn", flat=True).first()
-        notice = services.append_message(session=session, turn=turn, role=Message.Role.NOTICE, content=text)
+        notice = services.append_message(session=session, turn=turn, role=Message.Role.NOTICE, content=text, html=html)
         events.send_event(channel.pk, "message", message=record_to_dict(services.record_from_row(notice)))
         events.send_event(channel.pk, "nudge", session=session.pk, text=text, trigger=trigger)
     return True

@@ -27,7 +27,7 @@ from coworkers.models import Coworker
 from coworkers.providers import Completion, CompletionRequest, Provider, ProviderError, get_provider
 from coworkers.providers.wire import cost_usd
 from coworkers.routing import choose_responders
-from office import background, events
+from office import background, events, rendering
 from office.models import Channel
 
 from . import context, prompts, services, upkeep
@@ -99,12 +99,14 @@ def post_instruction(
     if admit is not None:
         admit()
     responders = [coworker] if coworker else choose_responders(channel, text, provider or get_provider())
+    html = rendering.render(text)  # before the transaction: rendering must hold no lock
     try:
         with transaction.atomic():
             session = services.get_active_session(channel=channel)
             task, message = services.start_task(
                 session=session,
                 instruction=text,
+                html=html,
                 coworker=responders[0].slug if responders else "",
                 responders=[c.slug for c in responders],
                 client_id=client_id,

@@ -11,6 +11,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import QuerySet
 from django.utils import timezone
 
+from office import rendering
 from office.models import Channel
 
 from . import history, jsonl, search
@@ -62,20 +63,22 @@ def end_active_session(*, channel: Channel) -> int:
 # Appending -----------------------------------------------------------------
 
 
-def start_task(*, session: Session, instruction: str, **task_fields) -> tuple[Task, Message]:
+def start_task(*, session: Session, instruction: str, html: str | None = None, **task_fields) -> tuple[Task, Message]:
     """Store a new instruction as the next task, before any model sees it.
 
     `task_fields` are the Task's own (coworker, client_id, origin, handed_off_from). No
     savepoint of its own inside the caller's transaction: a caller that catches its failure
-    and goes on must open one around the call.
+    and goes on must open one around the call. A caller inside a transaction passes `html`
+    (rendering.render(instruction), done before it opened it): rendering holds no lock.
     """
     if not instruction.strip():
         raise ValueError("An instruction needs some text.")
+    html = rendering.render(instruction) if html is None else html
     with transaction.atomic(savepoint=False):  # as events.send_event: nobody goes on after a failure
         _lock_active(session)
         last = Task.objects.filter(session=session).order_by("-turn").values_list("turn", flat=True).first()
         task = Task.objects.create(session=session, turn=(last or 0) + 1, **task_fields)
-        message = _append_locked(session, turn=task.turn, role=Message.Role.USER, content=instruction)
+        message = _append_locked(session, turn=task.turn, role=Message.Role.USER, content=instruction, html=html)
     return task, message
 
 
@@ -88,13 +91,17 @@ def append_message(
     tool_calls: Iterable[history.ToolCall] = (),
     tool_call_id: str = "",
     coworker: str = "",
+    html: str | None = None,
 ) -> Message:
-    """Append one message to the end of the session's chain and store it now.
+    """Append one message to the end of the session's chain and store it now, with its HTML.
 
     Appends to one session are serialized (a row lock on PostgreSQL, the
     IMMEDIATE write lock on SQLite); the chain's unique constraints are the
     guard behind that, so two concurrent appends can never fork the chain.
+    The content is rendered before the transaction begins; a caller already in
+    one passes `html` (rendering.render(content)) rendered before it began.
     """
+    html = rendering.render(content) if html is None else html
     with transaction.atomic():
         _lock_active(session)
         return _append_locked(
@@ -105,6 +112,7 @@ def append_message(
             tool_calls=tuple(tool_calls),
             tool_call_id=tool_call_id,
             coworker=coworker,
+            html=html,
         )
 
 
@@ -123,6 +131,7 @@ def _append_locked(
     tool_calls: tuple[history.ToolCall, ...] = (),
     tool_call_id: str = "",
     coworker: str = "",
+    html: str,
 ) -> Message:
     if role not in history.ROLES:
         raise ValueError(f"Unknown role {role!r}.")
@@ -146,6 +155,9 @@ def _append_locked(
         coworker=coworker,
     )
     search.index_messages([message], channel_id=session.channel_id)
+    # In the message's transaction, so the HTML exists exactly when the message does; the event
+    # that announces it (events.send_event) reads it from there.
+    rendering.store([(message.pk, html)])
     return message
 
 
@@ -244,15 +256,25 @@ def import_session(*, channel: Channel, data: str | bytes) -> ImportResult:
     except jsonl.JsonlError as error:
         raise ImportRejected(error.line, error.problem) from error
     if not parsed.records:
+        if parsed.skipped_lines:
+            (line,) = parsed.skipped_lines  # only the last line is ever skipped
+            raise ImportRejected(
+                line, "the file holds no records: its only line was cut off by an interrupted write (no newline, not JSON)"
+            )
         raise ImportRejected(None, "the file holds no records")
+    # Every check runs before anything is written: a refused file changes nothing.
     line_of = dict(zip((record.id for record in parsed.records), parsed.lines))
     try:
         records = history.order_chain(parsed.records)
-        tasks = history.group_tasks(records)
     except history.ChainError as error:
         raise ImportRejected(line_of.get(error.record_id), str(error)) from error
-    _check_tasks(tasks, line_of)
+    if (fault := history.order_fault(records)) is not None:
+        record_id, problem = fault
+        raise ImportRejected(line_of[record_id], problem)
+    tasks = history.group_tasks(records)
     rebuilt = history.rebuild_messages(records)
+    # Rendered before the transaction, so SQLite's write lock is not held while markdown runs.
+    html = [rendering.render(record.content) for record in records]
 
     with transaction.atomic():
         end_active_session(channel=channel)
@@ -263,6 +285,7 @@ def import_session(*, channel: Channel, data: str | bytes) -> ImportResult:
         Task.objects.bulk_create(_task_row(session, task, interrupted_turns) for task in tasks)
         rows = Message.objects.bulk_create(_message_rows(session, records))
         search.index_messages(rows, channel_id=channel.pk)
+        rendering.store((row.pk, markup) for row, markup in zip(rows, html))
     return ImportResult(
         session=session,
         tasks=len(tasks),
@@ -270,19 +293,6 @@ def import_session(*, channel: Channel, data: str | bytes) -> ImportResult:
         skipped_lines=parsed.skipped_lines,
         repaired_tool_calls=rebuilt.repaired_tool_calls,
     )
-
-
-def _check_tasks(tasks: list[history.TaskRecords], line_of: dict[str, int]) -> None:
-    for expected, task in enumerate(tasks, start=1):
-        first = task.records[0]
-        if task.turn != expected:
-            raise ImportRejected(
-                line_of[first.id], f"turn {task.turn} where turn {expected} was expected; turns count up from 1"
-            )
-        if first.role != Message.Role.USER:
-            raise ImportRejected(
-                line_of[first.id], f"turn {task.turn} begins with a {first.role} record, not the user's instruction"
-            )
 
 
 def _call_ids(task: history.TaskRecords) -> Iterator[str]:

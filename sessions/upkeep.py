@@ -6,13 +6,18 @@ catches up inline, fold batch by fold batch, as if it had been lived.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
+
+from django.db import transaction
 
 from coworkers.providers import Provider
 
 from . import folding, history, memory, prompts
 from .models import Message, Session, Task
 from .services import record_from_row
+
+log = logging.getLogger(__name__)
 
 
 def after_task(task: Task) -> None:
@@ -29,22 +34,39 @@ def after_task(task: Task) -> None:
 
 def catch_up(
     session: Session, *, provider: Provider | None = None, progress: Callable[[str], None] = lambda line: None
-) -> None:
-    """Extract and fold a whole imported session now, in the order it happened (the import indexed it)."""
+) -> bool:
+    """Extract and fold a whole imported session now (the import indexed it), in the order it happened.
+
+    Runs after the import committed, so it must never leave the channel broken: each step is
+    one transaction and idempotent, and a step that fails (a model that is down, a fold that
+    fails) stops the catch-up there, said through `progress`, and returns False. What it did
+    stands; the session works without the rest (less memory and summary), and running
+    catch_up again does only what is left.
+    """
     rows = Message.objects.filter(session=session).order_by("position")
     all_tasks = history.group_tasks([record_from_row(row) for row in rows])
     task_ids = dict(Task.objects.filter(session=session).values_list("turn", "pk"))
     for task in all_tasks:
-        memory.extract_memory(task_id=task_ids[task.turn], provider=provider)
-        # Fold one batch at a time, so the summary grows as it would have in use.
-        batch = prompts.resolve_policy(session.channel).fold_batch
-        while (done := _summarized(session)) < (target := folding.fold_target(session, completed=task.turn)):
-            step = min(target, done + batch)
-            folding.fold_summary(session_id=session.pk, through_turn=step, provider=provider)
-            if _summarized(session) <= done:
-                break  # nothing to fold in that range: do not spin
-            progress(f"folded tasks {done + 1}–{step} into the summary")
+        try:
+            memory.extract_memory(task_id=task_ids[task.turn], provider=provider)
+            # Fold one batch at a time, so the summary grows as it would have in use.
+            batch = prompts.resolve_policy(session.channel).fold_batch
+            while (done := _summarized(session)) < (target := folding.fold_target(session, completed=task.turn)):
+                step = min(target, done + batch)
+                with transaction.atomic():
+                    folding.fold_summary(session_id=session.pk, through_turn=step, provider=provider)
+                if _summarized(session) <= done:
+                    break  # nothing to fold in that range: do not spin
+                progress(f"folded tasks {done + 1}–{step} into the summary")
+        except Exception as error:  # noqa: BLE001 - the import is committed; say why the rest waits
+            log.exception("catching up session %s stopped at task %s", session.pk, task.turn)
+            progress(
+                f"catching up stopped at task {task.turn} ({type(error).__name__}: {error}); the session is "
+                "imported and usable, with the tasks before it extracted and folded"
+            )
+            return False
     progress(f"extracted memory from {len(all_tasks)} task(s)")
+    return True
 
 
 def _summarized(session: Session) -> int:

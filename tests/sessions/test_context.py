@@ -627,3 +627,38 @@ def test_a_fact_changed_during_a_tool_loop_is_shown_as_it_is_now():
 
     assert "$25" not in whole(after_tool)
     assert whole(after_tool).count("The Team plan costs $29.") == 1
+
+
+def test_it_keeps_one_task_of_5000_tool_calls_within_the_detailed_budget():
+    policy = Policy()
+    records = [Record(id="u", previous=None, turn=1, role="user", content="Read every document")]
+    for n in range(5_000):
+        call = ToolCall(id=f"toolu_{n}", name="read_document", args={"title": f"doc {n}"})
+        records.append(Record(id=f"c{n}", previous=None, turn=1, role="assistant", tool_calls=(call,)))
+        records.append(Record(id=f"r{n}", previous=None, turn=1, role="tool", content="result " * 30, tool_call_id=call.id))
+    records.append(Record(id="a", previous=None, turn=1, role="assistant", content="All 5,000 read.", coworker="mina"))
+
+    prompt = build_prompt(PromptInputs(policy=policy, system="S", instruction="Next", turn=2, tasks=tasks_of(records)))
+
+    recent = prompt.report["layers"]["recent"]
+    assert recent["tasks"] == [1] and recent["chars"] <= policy.detailed_chars  # was 609,000 characters
+    assert find_faults(prompt.as_messages()) == []
+    texts = [str(m.content) for m in prompt.messages]
+    assert texts[0] == "Read every document" and "All 5,000 read." in texts
+    assert any("steps left out to fit the budget" in t and "read_document ×" in t for t in texts)
+    assert not any("alone is larger than the detailed budget" in note for note in prompt.report["notes"])
+
+
+def test_a_task_whose_instruction_is_empty_does_not_break_the_next_prompt():
+    # Stored before imports refused it: the first instruction is empty, so the model is sent the history from task 2.
+    records = [
+        Record(id="1-u", previous=None, turn=1, role="user", content=""),
+        Record(id="1-a", previous=None, turn=1, role="assistant", content="Hello?", coworker="mina"),
+        *make_task(2),
+    ]
+
+    prompt = build_prompt(PromptInputs(policy=Policy(), system="S", instruction="Next", turn=3, tasks=tasks_of(records)))
+
+    assert prompt.report["layers"]["recent"]["tasks"] == [1, 2]
+    assert find_faults(prompt.as_messages()) == []
+    assert prompt.messages[0].content == "Instruction 2"

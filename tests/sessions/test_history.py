@@ -78,7 +78,7 @@ def test_it_recovers_the_order_of_any_chain_whatever_order_it_is_loaded_in(lengt
             "c",
             "fork",
         ),
-        ([Record("a", "b", 1, "user"), Record("b", "a", 1, "user")], None, "no head"),
+        ([Record("a", "b", 1, "user"), Record("b", "a", 1, "user")], "a", "no head"),
         (
             [Record("a", None, 1, "user"), Record("b", "c", 1, "user"), Record("c", "b", 1, "user")],
             "b",

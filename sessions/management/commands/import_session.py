@@ -33,13 +33,17 @@ class Command(BaseCommand):
 
         # Index, extract memory and fold as if the session had been lived, so its
         # next prompt has a summary, memory and recall like any other.
-        upkeep.catch_up(result.session, progress=lambda line: self.stderr.write(line))
+        caught_up = upkeep.catch_up(result.session, progress=lambda line: self.stderr.write(line))
 
         for line in result.skipped_lines:
             self.stderr.write(f"skipped line {line}: an interrupted write (no newline at the end, not valid JSON)")
         for call_id in result.repaired_tool_calls:
             self.stderr.write(
                 f"tool call {call_id} has no result: prompts will show it as interrupted (a synthetic error result)"
+            )
+        if not caught_up:
+            self.stderr.write(
+                f"session {result.session.pk} is imported, but not all of it is indexed, extracted and folded (see above)"
             )
         self.stdout.write(json.dumps(result.summary()))
 
