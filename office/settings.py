@@ -207,6 +207,7 @@ AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
 AXES_RESET_ON_SUCCESS = True
 AXES_HANDLER = "axes.handlers.database.AxesDatabaseHandler"
 AXES_LOCKOUT_CALLABLE = "office.signin.locked_out"
+AXES_VERBOSE = False  # its start-up banner on every command and process says nothing an operator needs
 # The address is REMOTE_ADDR (axes' default): behind the TLS proxy, Daphne's --proxy-headers puts
 # the client's address there.
 
