@@ -196,8 +196,8 @@ _EN: dict = {
     "hotel_user": "Did you manage to sort out rooms for {city}?",
     "hotel": "Yes, the rooms for {city} are booked at {hotel}, five minutes from the exhibition halls, breakfast included.",
     "q_hotel": "Which hotel will {who} stay at?",
-    "vendors": [("catering", "catering for the Friday lunches", "bringing food to the office on Fridays"),
-                ("cleaning", "the office cleaning contract", "keeping our floors and desks tidy"),
+    "vendors": [("catering", "catering for the Friday lunches", "bringing food in at the end of each week"),
+                ("cleaning", "the office cleaning", "keeping our floors and desks spotless"),
                 ("printing", "printing the brochures", "producing the paper leaflets")],
     "vendor_names": [["Brightline Kitchen", "Fresh Fork", "Green Table"], ["Tidy Co", "Sparkle Services", "Clearview"],
                      ["InkWorks", "PaperJam Print", "Northside Press"]],
@@ -206,7 +206,7 @@ _EN: dict = {
     "vendor_sign": "Let's sign with {vendor} for {category}; their samples were the best of the lot.",
     "vendor_sign_reply": "I'll tell {vendor} today and send the other two a polite no.",
     "q_vendor": "Which company did we pick for {category}?",
-    "q_vendor_para": "Who ended up getting the contract for {para}?",
+    "q_vendor_para": "Who ended up being hired for {para}?",
     "money": "${value:,}",
     "date": "{weekday}, {month} {day}",
     "weekdays": ["Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday"],
@@ -343,7 +343,7 @@ _ZH: dict = {
     "budget_update_user": "財務那邊有回覆{item}的事嗎？",
     "budget_update": "有，財務今天早上回信了：{item}核准了{money}，這就是我們新的上限。",
     "q_budget": "{item}現在的預算是多少？",
-    "q_budget_para": "{para}我們可以花多少錢？",
+    "q_budget_para": "{para}可以花多少錢？",
     "q_budget_date": "{date}那天，我給你的{item}花費上限是多少？",
     "roles": [("backend", "後端工程師"), ("designer", "產品設計師"), ("support", "客服主管")],
     "candidates": ["陳冠宇", "林佳慧", "黃柏翰", "張雅琪", "周子軒", "劉思妤", "蔡宗霖", "鄭如萱", "許志豪"],
@@ -377,8 +377,8 @@ _ZH: dict = {
     "hotel_user": "{city}的房間訂好了嗎？",
     "hotel": "訂好了，{city}的房間訂在{hotel}，走路五分鐘就到展覽館，含早餐。",
     "q_hotel": "{who}會住哪一間飯店？",
-    "vendors": [("catering", "週五午餐的外燴", "每週五送吃的來辦公室"),
-                ("cleaning", "辦公室清潔合約", "讓地板和桌子保持乾淨"),
+    "vendors": [("catering", "週五午餐的外燴", "每個禮拜最後一個工作天送吃的來"),
+                ("cleaning", "辦公室清潔", "讓地板和桌子保持乾淨"),
                 ("printing", "型錄印刷", "做紙本傳單")],
     "vendor_names": [["明亮餐飲", "鮮叉食堂", "綠桌子"], ["整潔公司", "閃亮清潔", "清景服務"], ["墨工坊", "紙堆印刷", "北區印刷廠"]],
     "vendor_quotes_user": "可以幫我比較{category}的報價嗎？",
@@ -386,7 +386,7 @@ _ZH: dict = {
     "vendor_sign": "{category}就跟{vendor}簽約吧，他們的樣品是所有家裡最好的。",
     "vendor_sign_reply": "我今天就通知{vendor}，也會婉拒另外兩家。",
     "q_vendor": "{category}我們選了哪一家公司？",
-    "q_vendor_para": "{para}最後是誰拿到合約？",
+    "q_vendor_para": "{para}這件事交給了哪一家？",
     "money": "新台幣{value:,}元",
     "date": "{month}月{day}日（{weekday}）",
     "weekdays": ["星期一", "星期二", "星期三", "星期四", "星期五", "星期六", "星期日"],
@@ -742,10 +742,22 @@ def generate_recall_conversation(n_tasks: int = 300, *, language: str = "en", se
     questions = []
     for key, kind, text, answer, evidence in maker.plan.questions:
         found = tuple(said[ev] for ev in evidence)
+        if kind == "temporal" and _ambiguous_day(found[0], said, text, t["colleagues"]):
+            continue  # the date names two such messages: no single answer
         text = re.sub(r"\{date:([^}]+)\}", lambda m: _say_date(t, _date_of(said[(m.group(1), "user")])), text)
         answer = re.sub(r"\{start:([^}]+)\}", lambda m: start_dates[m.group(1)], answer)
         questions.append(Question(key, kind, text, answer, tuple(r.id for r in found)))
     return RecallConversation(tuple(records), tuple(spans), tuple(questions), language)
+
+
+def _ambiguous_day(evidence: Record, said: dict[tuple[str, str], Record], question: str, people: list[str]) -> bool:
+    """Whether another interview on the evidence's day names the person the question asks about."""
+    interviews = [r for (tag, side), r in said.items() if side == "user" and tag.endswith(":interview")]
+    if evidence not in interviews:
+        return False
+    named = [who for who in people if who in question]
+    day = _date_of(evidence)
+    return any(r is not evidence and _date_of(r) == day and any(who in r.content for who in named) for r in interviews)
 
 
 def _date_of(record: Record) -> date:
