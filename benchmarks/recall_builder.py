@@ -67,10 +67,23 @@ def import_layout(conversation: RecallConversation, layout: str, channel: Channe
     for i, records in enumerate(chunks, start=1):
         result = services.import_session(channel=channel, data=jsonl.dump_records(records).encode())
         session, turns = result.session, result.tasks
-        upkeep.catch_up(session)
+        upkeep.catch_up(session, progress=_every(200, progress, f"  {layout}: "))
         if len(chunks) > 1 and (i % 5 == 0 or i == len(chunks)):
             progress(f"  {layout}: {i}/{len(chunks)} sessions imported and caught up")
     return session, turns + 1
+
+
+def _every(n: int, progress: Progress, prefix: str) -> Progress:
+    """Pass on every n-th line only: a 10,000-task catch-up folds thousands of times."""
+    count = 0
+
+    def report(line: str) -> None:
+        nonlocal count
+        count += 1
+        if count % n == 0:
+            progress(prefix + line)
+
+    return report
 
 
 def ask(session, turn: int, question: Question):
