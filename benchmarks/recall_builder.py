@@ -91,7 +91,7 @@ def ask(session, turn: int, question: Question):
     return prompts.build_for_task(session=session, instruction=question.text, turn=turn)
 
 
-def time_search(session, questions: Sequence[Question], through: int, repeats: int = 3) -> list[float]:
+def time_search(session, questions: Sequence[Question], through: int, repeats: int = 5) -> list[float]:
     """Milliseconds of one recall search per question (the fastest of `repeats`: the rest is the machine)."""
     timings = []
     for question in questions:

@@ -148,12 +148,16 @@ class Command(BaseCommand):
             conversation = generate_recall_conversation(size, language=language, seed=seed)
             channel, _ = recall_builder.scratch_channel()
             session, turn = recall_builder.import_layout(conversation, "one session", channel, self._progress)
-            timings = sorted(recall_builder.time_search(session, conversation.questions, through=turn - 1))
+            each = recall_builder.time_search(session, conversation.questions, through=turn - 1)
+            timings = sorted(each)
+            slowest = sorted(zip(each, conversation.questions), key=lambda pair: -pair[0])[:5]
             result["sizes"][str(size)] = {
                 "questions": len(timings),
                 "p50_ms": _percentile(timings, 50),
                 "p95_ms": _percentile(timings, 95),
                 "max_ms": timings[-1],
+                # Which questions are slow says where the time goes (a common term, a long answer).
+                "slowest": [{"ms": ms, "question": q.text} for ms, q in slowest],
             }
             self._progress(f"search at {size:,} tasks: ready and timed in {time.perf_counter() - started:.0f} s")
         return result
