@@ -1,0 +1,104 @@
+"""The app's builder for bench_recall: a throwaway SQLite database, conversations imported as lived, prompts asked.
+
+The only ORM side of bench_recall. It goes through the calls a person's history
+goes through (import_session, catch_up, build_for_task, find_recall_candidates) and
+reads nothing of a report beyond each layer's `chars` and `total_chars`, so it
+measures whatever recall the product has today.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import tempfile
+import time
+import uuid
+from collections.abc import Callable, Iterator, Sequence
+
+from django.db import connection
+
+from benchmarks.recall_conversations import Question, RecallConversation
+from coworkers.models import Coworker
+from office.models import Channel, Office
+from sessions import jsonl, prompts, services, upkeep
+from sessions.history import Record
+
+Progress = Callable[[str], None]
+
+
+@contextlib.contextmanager
+def throwaway_database() -> Iterator[None]:
+    """A fresh, migrated SQLite file for the run (as the tests get), removed afterwards.
+
+    The benchmark imports thousands of tasks; none of it belongs in a real office's database.
+    """
+    if connection.vendor != "sqlite":
+        raise RuntimeError("bench_recall runs on the embedded SQLite default; unset DATABASE_URL")
+    directory = tempfile.mkdtemp(prefix="bench-recall-")
+    connection.settings_dict.setdefault("TEST", {})["NAME"] = os.path.join(directory, "bench.sqlite3")
+    original = connection.creation.create_test_db(verbosity=0, autoclobber=True, serialize=False)
+    try:
+        yield
+    finally:
+        connection.creation.destroy_test_db(original, verbosity=0)
+        shutil.rmtree(directory, ignore_errors=True)
+
+
+def scratch_channel() -> tuple[Channel, int]:
+    """A new office with one coworker and their 1:1 channel, and the sum of its layer budgets."""
+    office = Office.objects.create(name="Benchmark", slug=f"recall-{uuid.uuid4().hex[:12]}")
+    mina = Coworker.objects.create(office=office, name="Mina", slug="mina", role="Marketing lead", persona="You are Mina, the marketing lead.")
+    channel = Channel.objects.create(office=office, kind=Channel.Kind.DIRECT, name="Mina", coworker=mina)
+    policy = prompts.resolve_policy(channel, mina)
+    budget = policy.memory_chars + policy.summary_chars + policy.detailed_chars + policy.recall_chars
+    return channel, budget
+
+
+def import_layout(conversation: RecallConversation, layout: str, channel: Channel, progress: Progress) -> tuple[object, int]:
+    """Import the conversation as one session or as one session a day; each is caught up as if lived.
+
+    Returns the active session and the turn a new instruction would have.
+    """
+    chunks: Sequence[Sequence[Record]] = (
+        [conversation.records] if layout == "one session" else conversation.session_records()
+    )
+    session, turns = None, 0
+    for i, records in enumerate(chunks, start=1):
+        result = services.import_session(channel=channel, data=jsonl.dump_records(records).encode())
+        session, turns = result.session, result.tasks
+        upkeep.catch_up(session, progress=_every(200, progress, f"  {layout}: "))
+        if len(chunks) > 1 and (i % 5 == 0 or i == len(chunks)):
+            progress(f"  {layout}: {i}/{len(chunks)} sessions imported and caught up")
+    return session, turns + 1
+
+
+def _every(n: int, progress: Progress, prefix: str) -> Progress:
+    """Pass on every n-th line only: a 10,000-task catch-up folds thousands of times."""
+    count = 0
+
+    def report(line: str) -> None:
+        nonlocal count
+        count += 1
+        if count % n == 0:
+            progress(prefix + line)
+
+    return report
+
+
+def ask(session, turn: int, question: Question):
+    """The prompt the question would get as the session's next task; nothing is stored."""
+    return prompts.build_for_task(session=session, instruction=question.text, turn=turn)
+
+
+def time_search(session, questions: Sequence[Question], through: int, repeats: int = 5) -> list[float]:
+    """Milliseconds of one recall search per question (the fastest of `repeats`: the rest is the machine)."""
+    timings = []
+    for question in questions:
+        best = float("inf")
+        for _ in range(repeats):
+            started = time.perf_counter()
+            prompts.find_recall_candidates(session, question.text, through=through)
+            best = min(best, time.perf_counter() - started)
+        timings.append(best * 1000)
+    return timings
