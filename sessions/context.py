@@ -135,7 +135,7 @@ class RecallCandidate:
 
 # Recall keeps the exchanges scoring at least this share of the best one's score: below it, the
 # search is matching stray common words. Calibrated on bench_recall (docs/context.md, "Recall").
-RECALL_CUTOFF = 0.35
+RECALL_CUTOFF = 0.25
 # A recalled message longer than this keeps its head and tail (the rest is in the history).
 RECALL_MESSAGE_CHARS = 2_000
 
