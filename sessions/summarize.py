@@ -28,7 +28,8 @@ MONTHS = (
     r"|sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?"
 )
 DECISION = re.compile(
-    r"\b(?:decided|agreed|approved|chose|chosen|settled on|signed off|finali[sz]ed|go(?:ing)? with|decision\s*:"
+    r"\b(?:decided|agreed|approved|chose|chosen|picked(?!\s+up)|opted for|settled on|signed off|finali[sz]ed"
+    r"|go(?:ing)? with|decision\s*:"
     r"|let'?s (?:go with|use|change|switch|set|make|move|pick|keep|stick with|price)"
     r"|(?:we're|we are|we'll) (?:calling|naming|call|name) (?:it|the \w+))\b"
     r"|決定|同意|確定|選擇|選定|拍板|定案|就用|定為|就定|就叫",
@@ -59,6 +60,81 @@ UNSURE = re.compile(
 )
 REASON = re.compile(r"^(?:because|since|this is because|that's because|the reason|因為|由於|原因是)", re.I)
 QUESTION_CHARS = frozenset("什麼怎樣哪誰幾多少如何")
+
+
+# What a sentence is about --------------------------------------------------------
+
+# Words that carry nothing on their own: acknowledgements, pleasantries, light verbs,
+# vague nouns and deixis. "Agreed, Caroline.", "I love that!" and "Sounds like a plan"
+# hold nothing else, so they state no fact and name no topic.
+_FILLER_WORDS = """
+    agree agreed yes yeah yep yup no nope nah ok okay sure thanks thank welcome sorry hi hello hey bye goodbye
+    cheers congrats congratulations wow oh ah aw haha hahaha lol omg hmm um yay whoa awesome amazing great
+    good nice cool fun lovely wonderful fantastic glad happy excited proud sweet right true exactly totally
+    definitely absolutely indeed sound sounds luck care best idea plan
+    one ones thing things stuff something anything everything nothing someone anyone everyone somebody
+    everybody hers theirs yourself myself ourselves himself herself themselves itself
+    now then today tonight tomorrow yesterday lately recently soon later way lot lots bit kind sort much many
+    well even still already always never ever yet such like not
+    be being go going gone went come came coming get getting make made take took say said says tell told
+    know knew think thought mean meant feel felt see saw look looks want wanted need hope guess try tried
+    keep let give put remember forget note love loved like liked hate prefer wish seem happen happened
+    decide decided choose chose talk talked chat hear heard share doing done back
+"""
+FILLER = frozenset(t for word in _FILLER_WORDS.split() for t in tokens(word))
+# The same for Chinese: words first (so 決定 goes but 定價 stays), then single characters.
+_CJK_FILLER = re.compile(
+    "喜歡|討厭|偏好|比較|記住|記得|記下來?|決定|同意|確定|選擇|選定|覺得|知道|感覺|真的|非常|太好了|好的|謝謝|感謝"
+    "|沒錯|當然|一下|東西|事情|什麼|怎麼|這麼|那麼|這樣|那樣|以後|現在|今天|明天|昨天|最近|總是|一律|永遠|不要|可以|應該|哈+|呵+"
+)
+_CJK_EMPTY = frozenset("的了是在我你他她它們和與及也就都而之這那有個嗎呢吧啊呀喔哦很要會把被給讓說著過為以對從到還又或好嗯啦耶欸唉哇讚棒點件樣些種次太真請麼")
+_CJK_RUN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+")
+# "Agreed, Caroline." / "Mel, that's great" / "同意，卡洛琳。": a name said to someone, not about anything.
+_VOCATIVE = (re.compile(r",\s*[A-Z][a-z]+[\s.!~]*$"), re.compile(r"^[A-Z][a-z]+,\s+"))  # at the end, then the start
+_CJK_VOCATIVE = re.compile(r"^([^，,\s]{1,4})[，,]\s*[\u4e00-\u9fff]{2,3}[。！!～~]*$")
+_WORD = re.compile(r"[A-Za-z][\w'-]*|\d[\d,.:/]*|[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
+_TITLE = re.compile(r"[“「『《\"]([^”」』》\"]{2,})[”」』》\"]|(?<!\w)'([^']{2,})'(?!\w)")
+_CALENDAR = re.compile(
+    r"\b(?:january|february|march|april|june|july|august|september|october|november|december"
+    r"|monday|tuesday|wednesday|thursday|friday|saturday|sunday)\b|\bMay\b"
+    r"|[一二三四五六七八九十]{1,3}月|星期[一二三四五六日天]|週[一二三四五六日末]|禮拜[一二三四五六日天]",
+    re.I,
+)
+_NOT_NAMES = frozenset("I I'm I've I'll I'd OK Ok".split())
+
+
+def without_vocative(text: str) -> str:
+    """The sentence without a name it is addressed to: "Agreed, Caroline." -> "Agreed"."""
+    for pattern in _VOCATIVE:
+        text = pattern.sub("", text.strip())
+    return _CJK_VOCATIVE.sub(r"\1", text).strip()
+
+
+def content_words(text: str) -> list[str]:
+    """What a sentence is about: its tokens without stopwords and filler (CJK as single characters)."""
+    text = without_vocative(text)
+    latin = _CJK_RUN.sub(" ", text)
+    out = [t for t in tokens(latin) if t not in FILLER]
+    for run in _CJK_RUN.findall(_CJK_FILLER.sub(" ", text)):
+        out += [char for char in run if char not in _CJK_EMPTY]
+    return out
+
+
+def specifics(text: str) -> list[str]:
+    """The specific things a sentence names: numbers, dates, quoted titles, names, acronyms."""
+    text = without_vocative(text)
+    found = [m.group(1) or m.group(2) for m in _TITLE.finditer(text)]
+    found += [m.group() for m in FACT.finditer(text)]
+    found += [m.group() for m in _CALENDAR.finditer(text) if m.group() not in found]
+    words = re.findall(r"[A-Za-z][\w'-]*", _TITLE.sub(" ", text))
+    found += [w for i, w in enumerate(words) if (i > 0 and w[0].isupper() or w.isupper() and len(w) > 1)
+              and w not in _NOT_NAMES]
+    return found
+
+
+def word_count(text: str) -> int:
+    """Words, numbers and CJK characters."""
+    return len(_WORD.findall(text))
 
 
 # A coworker's "I put the price we agreed into the copy" reports its own work; it decides nothing.
