@@ -86,13 +86,20 @@ FILLER = frozenset(t for word in _FILLER_WORDS.split() for t in tokens(word))
 # The same for Chinese: words first (so 決定 goes but 定價 stays), then single characters.
 _CJK_FILLER = re.compile(
     "喜歡|討厭|偏好|比較|記住|記得|記下來?|決定|同意|確定|選擇|選定|覺得|知道|感覺|真的|非常|太好了|好的|謝謝|感謝"
-    "|沒錯|當然|一下|東西|事情|什麼|怎麼|這麼|那麼|這樣|那樣|以後|現在|今天|明天|昨天|最近|總是|一律|永遠|不要|可以|應該|哈+|呵+"
+    "|沒錯|當然|一下|東西|事情|什麼|怎麼|這麼|那麼|這樣|那樣|主意|以後|現在|今天|明天|昨天|最近|總是|一律|永遠|不要|可以|應該|哈+|呵+"
 )
 _CJK_EMPTY = frozenset("的了是在我你他她它們和與及也就都而之這那有個嗎呢吧啊呀喔哦很要把被給讓說著過為以對從到還又或好嗯啦耶欸唉哇讚棒點件樣些種次太真請麼每")
 _CJK_RUN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+")
 # "Agreed, Caroline." / "Mel, that's great" / "同意，卡洛琳。": a name said to someone, not about anything.
-_VOCATIVE = (re.compile(r",\s*[A-Z][a-z]+[\s.!~]*$"), re.compile(r"^[A-Z][a-z]+,\s+"))  # at the end, then the start
-_CJK_VOCATIVE = re.compile(r"^([^，,\s]{1,4})[，,]\s*[\u4e00-\u9fff]{2,3}[。！!～~]*$")
+_VOCATIVE = (
+    re.compile(r"\b(?i:thanks|thank you|hi|hey|hello|bye|congrats|love you|miss you|see you)\s+[A-Z][a-z]+\b"),
+    re.compile(r"[,，]\s*[A-Z][a-z]+[\s.!~,;:。！，～]*$"),  # at the end
+    re.compile(r"(?<=[,，])\s*[A-Z][a-z]+\s*(?=[,，~!.;:。！～])"),  # set off by punctuation
+    re.compile(r"^[A-Z][a-z]+[,，]\s*"),  # at the start
+)  # at the end, then the start
+_CJK_GREETING = re.compile(r"(?:謝謝|感謝|嗨|哈囉|你好|您好|早安|午安|晚安|拜拜)[\u4e00-\u9fff]{2,3}(?=[，,。！!～~\s]|$)")  # "謝謝梅兒"
+_CLAUSE = re.compile(r"([，,。！!～~；;：:\s]+)")
+_CJK_NAME = re.compile(r"[\u4e00-\u9fff]{2,3}")
 _WORD = re.compile(r"[A-Za-z][\w'-]*|\d[\d,.:/]*|[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
 _TITLE = re.compile(r"[“「『《\"]([^”」』》\"]{2,})[”」』》\"]|(?<!\w)'([^']{2,})'(?!\w)")
 _CALENDAR = re.compile(
@@ -114,7 +121,17 @@ def without_vocative(text: str) -> str:
     """The sentence without a name it is addressed to: "Agreed, Caroline." -> "Agreed"."""
     for pattern in _VOCATIVE:
         text = pattern.sub("", text.strip())
-    return _CJK_VOCATIVE.sub(r"\1", text).strip()
+    text = _CJK_GREETING.sub("", text)
+    # "同意，卡洛琳。", "卡洛琳，謝謝！": beside a clause of filler only, a clause of two or three
+    # characters is the name of the person spoken to.
+    clauses = _CLAUSE.split(text)
+    if any(_CJK_RUN.fullmatch(c) and not _cjk_content(c) for c in clauses):
+        clauses = [c for c in clauses if not (_CJK_NAME.fullmatch(c) and _cjk_content(c))]
+    return "".join(clauses).strip()
+
+
+def _cjk_content(text: str) -> str:
+    return "".join(ch for ch in _CJK_FILLER.sub("", text) if ch not in _CJK_EMPTY)
 
 
 def content_words(text: str) -> list[str]:
