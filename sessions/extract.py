@@ -244,7 +244,8 @@ _PERSONAL = re.compile(
 _MOOD = re.compile(
     r"^i(?:'ll|'d| will| would| could| can| should| might| may| must| think| guess| hope| wish| want| need| feel"
     r"| mean| know| believe| wonder| bet| just| agree| miss| see| hear| appreciate)\b"
-    r"|^i(?:'m| am| was) (?:going to|gonna|not sure|sure|glad|so\b|sorry|happy|excited|thinking|just)",
+    r"|^i(?:'m| am| was) (?:going to|gonna|not sure|sure|glad|so\b|sorry|happy|excited|thinking|just)"
+    r"|^(?:i'm|i am) \w+ing\b|^我正?在",  # what they are busy with right now: "I'm reviewing the rota"
     re.I,
 )
 _CJK_TEXT = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")

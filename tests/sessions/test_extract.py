@@ -339,7 +339,11 @@ def test_what_a_person_tells_about_themselves_is_remembered(said, kept):
     assert [c.text for c in extract_candidates(task(("user", said)))] == [kept]
 
 
-@pytest.mark.parametrize("said", ["I think so too.", "I'm so happy for you!", "I'll let you know.", "我覺得很好。", "我也是！"])
+@pytest.mark.parametrize(
+    "said",
+    ["I think so too.", "I'm so happy for you!", "I'll let you know.", "I'm reviewing the weekend rota.",
+     "我覺得很好。", "我也是！", "我在檢查週末的值班表。"],
+)
 def test_moods_opinions_and_plans_are_not_personal_facts(said):
     assert extract_candidates(task(("user", said))) == []
 
