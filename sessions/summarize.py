@@ -18,6 +18,7 @@ from sessions.relevance import shorten, similarity, split_sentences, strip_chatt
 SECTIONS = ("Decisions", "Facts and numbers", "Commitments and next steps", "Open questions", "Topics covered")
 DECISIONS, FACTS, COMMITMENTS, QUESTIONS, TOPICS = SECTIONS
 SHORT_CHARS = 80  # what an old bullet keeps when the budget is tight
+MIN_TOPIC_LINES = 8  # topic ranges kept over budget before any fact is dropped for them
 SENTENCE_CHARS = 240  # no single bullet is longer than this
 SAME = 0.8  # two bullets at least this similar say the same thing; the newer wording wins
 # A drafted email is full of dates and numbers; a few per task keep one long answer from crowding out the rest.
@@ -81,6 +82,7 @@ _FILLER_WORDS = """
     keep let give put remember forget note love loved like liked hate prefer wish seem happen happened
     decide decided choose chose pick picked talk talked chat hear heard share doing done back while how's who's
     busy tired sad hard crazy fine bad cute funny powerful exciting interesting beautiful incredible
+    through across within without after before around via using gave give given asked
 """
 FILLER = frozenset(t for word in _FILLER_WORDS.split() for t in tokens(word))
 # The same for Chinese: words first (so 決定 goes but 定價 stays), then single characters.
@@ -175,8 +177,11 @@ PHRASE_WORDS = 3  # a topic phrase keeps its last three words ("LGBTQ support gr
 _CJK_PHRASE = (2, 6)  # a Chinese topic phrase: a run of 2 to 6 characters
 
 
-def key_phrases(text: str) -> list[str]:
-    """Runs of content words, in order: "We picked Lakeview Lodge for the offsite" -> Lakeview Lodge, offsite."""
+def key_phrases(text: str, *, sentence: bool = True) -> list[str]:
+    """Runs of content words, in order: "We picked Lakeview Lodge for the offsite" -> Lakeview Lodge, offsite.
+
+    A sentence's first word loses its capital unless it is all capitals; a phrase's keeps it.
+    """
     out: list[str] = []
     run: list[str] = []
 
@@ -192,7 +197,7 @@ def key_phrases(text: str) -> list[str]:
         if word := match.group("word"):
             if word.lower() not in _VERBS and all(t not in FILLER for t in tokens(word)) and tokens(word):
                 # The sentence's first word is capitalized because it comes first, not because it is a name.
-                run.append(word.lower() if i == 0 and word[1:].islower() else word)
+                run.append(word.lower() if sentence and i == 0 and word[1:].islower() else word)
                 continue
             flush()
         elif title := match.group("title"):
@@ -320,6 +325,7 @@ _POLITE = re.compile(
     re.I,
 )
 _TOOLS_NOTE = re.compile(r"\s*\(used [^)]*\)$")
+_ANY_TOOLS_NOTE = re.compile(r"\s*\(used [^)]*(?:\)|…?$)")
 _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]")
 
 
@@ -529,13 +535,13 @@ _PAST_FORMS = frozenset(PAST.values())
 def _label_phrases(body: str) -> list[str]:
     """The topic phrases of a Topics bullet, whether one task's label or a merged range's list."""
     out: list[str] = []
-    for part in re.split(r";\s+", _TOOLS_NOTE.sub("", body.replace(" (unfinished)", ""))):
+    for part in re.split(r";\s+", _ANY_TOOLS_NOTE.sub("", body.replace(" (unfinished)", ""))):
         part = _LABEL_VERB.sub("", part.strip())
         verb, _, rest = part.partition(" ")
         if verb.lower() in _PAST_FORMS:
             part = rest
         for piece in re.split(r",\s+|、", part.strip(' "「」')):
-            out += key_phrases(piece)
+            out += key_phrases(piece, sentence=False)
     return out
 
 
@@ -555,8 +561,12 @@ def _merge_topics(a: Bullet, b: Bullet) -> Bullet:
     """One bullet for two neighbouring ranges, naming the phrases that recur most across their tasks."""
     firsts = [x for x in (a.first, b.first) if x is not None]
     lasts = [x for x in (a.last, b.last) if x is not None]
-    weighted = [(phrase, _span(bullet)) for bullet in (a, b) for phrase in _label_phrases(bullet.body)]
-    phrases = _top_phrases(weighted, most=len(weighted), chars=SHORT_CHARS)
+    weighted = [
+        (phrase, _span(bullet) * (2 if " " in phrase or specifics(phrase) else 1))  # "subject lines" over "check"
+        for bullet in (a, b)
+        for phrase in _label_phrases(bullet.body)
+    ]
+    phrases = _top_phrases(weighted, most=TOPIC_PHRASES + 2, chars=SHORT_CHARS)
     return Bullet(
         shorten(_join(phrases), SHORT_CHARS) if phrases else shorten(f"{a.body}; {b.body}", SHORT_CHARS),
         min(firsts) if firsts else None,
@@ -586,28 +596,42 @@ def _fit(sections: Sections, max_chars: int) -> str:
             break
         put(name, i, replace(sections[name][i], body=shorten(sections[name][i].body, SHORT_CHARS)))
     # 2. Merge topics into ranges: the two neighbours covering the fewest tasks, oldest first, so
-    #    ranges grow evenly instead of one line swallowing the start. The newest stays whole until step 3.
-    topics = sections[TOPICS]
-    while len(topics) > 2 and over():
-        j = min(range(len(topics) - 2), key=lambda k: (_span(topics[k]) + _span(topics[k + 1]), k))
-        merged = _merge_topics(topics[j], topics[j + 1])
-        used[TOPICS] += len(_line(TOPICS, merged)) - len(_line(TOPICS, topics[j])) - len(_line(TOPICS, topics[j + 1])) - 1
-        count[TOPICS] -= 1
-        topics[j : j + 2] = [merged]
-    # 3. Drop the oldest bullets: facts first, then questions, topics, commitments and decisions.
+    #    ranges grow evenly instead of one line swallowing the start. The newest stays whole.
+    def merge_topics(keep: int, share: int) -> None:
+        topics = sections[TOPICS]
+        while len(topics) > 2 and (len(topics) > keep or used[TOPICS] > share) and over():
+            j = min(range(len(topics) - 2), key=lambda k: (_span(topics[k]) + _span(topics[k + 1]), k))
+            merged = _merge_topics(topics[j], topics[j + 1])
+            old = len(_line(TOPICS, topics[j])) + len(_line(TOPICS, topics[j + 1])) + 1
+            used[TOPICS] += len(_line(TOPICS, merged)) - old
+            count[TOPICS] -= 1
+            topics[j : j + 2] = [merged]
+
     newest = (DECISIONS, count[DECISIONS] - 1) if count[DECISIONS] else (COMMITMENTS, count[COMMITMENTS] - 1)
-    dropped: set[tuple[str, int]] = set()
-    for group in ((FACTS,), (QUESTIONS,), (TOPICS,), (COMMITMENTS, DECISIONS)):
+
+    def drop(*group: str) -> None:
+        """Drop the group's oldest bullets while over budget, never the newest decision."""
         victims = sorted((b.age, group.index(n), i, n) for n in group for i, b in enumerate(sections[n]))
+        gone: set[tuple[str, int]] = set()
         for _, _, i, name in victims:
             if not over():
                 break
             if (name, i) != newest:
-                dropped.add((name, i))
+                gone.add((name, i))
                 used[name] -= len(_line(name, sections[name][i])) + 1
                 count[name] -= 1
-    for name in SECTIONS:
-        sections[name] = [b for i, b in enumerate(sections[name]) if (name, i) not in dropped]
+        for name in group:
+            sections[name] = [b for i, b in enumerate(sections[name]) if (name, i) not in gone]
+
+    # 3. An outline of up to MIN_TOPIC_LINES ranges in a quarter of the budget outlives old facts
+    #    and questions; then topics merge further, and only then do topics, commitments and
+    #    decisions go, oldest first.
+    merge_topics(MIN_TOPIC_LINES, max_chars // 4)
+    drop(FACTS)
+    drop(QUESTIONS)
+    merge_topics(2, 0)
+    drop(TOPICS)
+    drop(COMMITMENTS, DECISIONS)
     # 4. A budget too small for even the newest decision whole: shorten it to fit, or give it up.
     if over():
         for name in SECTIONS:
