@@ -419,3 +419,18 @@ def test_every_bullet_names_something(contents):
             assert bullet.body not in _CHAT
             what = re.sub(r"^(?:talked about|asked|聊到「)\W*", "", bullet.body)
             assert not re.match(r"(?:hey|thanks|how are you|agreed|sounds good|see you)\b|謝謝|卡洛琳|梅兒|同意", what, re.I)
+
+
+def test_a_summary_full_of_facts_keeps_an_outline_of_topic_ranges():
+    subjects = ["launch email", "pricing page", "hiring plan", "investor update", "support macros", "press kit"]
+    tasks = [
+        task(n, ("user", f"Draft the {subjects[n % 6]} for week {n}."), ("assistant", f"Done: {n * 7} words, {n} sections, dated May {n % 28 + 1}."))
+        for n in range(1, 121)
+    ]
+    summary = ""
+    for start in range(0, len(tasks), 4):
+        summary = fold(summary, *tasks[start : start + 4], max_chars=3000)
+
+    lines = section(summary, "Topics covered").splitlines()
+    assert len(lines) >= 5, summary
+    assert lines[0].startswith("- Tasks 1–") and any(subject in lines[0] for subject in subjects)
