@@ -83,6 +83,7 @@ _FILLER_WORDS = """
     decide decided choose chose pick picked talk talked chat hear heard share doing done back while how's who's
     busy tired sad hard crazy fine bad cute funny powerful exciting interesting beautiful incredible
     through across within without after before around via using gave give given asked
+    course problem problems worries worry deal matter pleasure anytime same here
 """
 FILLER = frozenset(t for word in _FILLER_WORDS.split() for t in tokens(word))
 # The same for Chinese: words first (so 決定 goes but 定價 stays), then single characters.
@@ -97,7 +98,7 @@ _VOCATIVE = (
     re.compile(r"\b(?i:thanks|thank you|hi|hey|hello|bye|congrats|love you|miss you|see you)\s+[A-Z][a-z]+\b"),
     re.compile(r"[,，]\s*[A-Z][a-z]+[\s.!~,;:。！，～]*$"),  # at the end
     re.compile(r"(?<=[,，])\s*[A-Z][a-z]+\s*(?=[,，~!.;:。！～])"),  # set off by punctuation
-    re.compile(r"^[A-Z][a-z]+[,，]\s*"),  # at the start
+    re.compile(r"^[A-Z][a-z]+\s*[,，~～!！]+\s*"),  # at the start
 )  # at the end, then the start
 _CJK_GREETING = re.compile(r"(?:謝謝|感謝|嗨|哈囉|你好|您好|早安|午安|晚安|拜拜)[\u4e00-\u9fff]{2,3}(?=[，,。！!～~\s]|$)")  # "謝謝梅兒"
 _CLAUSE = re.compile(r"([，,。！!～~；;：:\s]+)")
