@@ -14,7 +14,18 @@ from typing import Any
 
 from sessions.history import TaskRecords
 from sessions.relevance import similarity, split_sentences, stem, strip_chatter, tokens
-from sessions.summarize import DECISION, MONTHS, NOT_DECIDED, OWN_WORK, PAST, QUESTION
+from sessions.summarize import (
+    DECISION,
+    MONTHS,
+    NOT_DECIDED,
+    OWN_WORK,
+    PAST,
+    QUESTION,
+    content_words,
+    specifics,
+    without_vocative,
+    word_count,
+)
 
 KINDS = ("preference", "company", "project", "rule", "decision")
 NEAR_IDENTICAL = 0.8  # at or above: the fact is already known
@@ -112,7 +123,7 @@ _GENERIC = frozenset(
 _CONCEPTS = {stem("price"): "<price>", stem("date"): "<date>", stem("deadline"): "<date>", "日期": "<date>",
              "價格": "<price>", "定價": "<price>"}
 _NEGATION = re.compile(r"\b(?:not|no|never|dislike|hate|stop)\b|n't\b|不|別|沒|停止", re.I)
-_CJK_END = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]$")
+_CJK_END = re.compile(r"[\u3400-\u9fff\uf900-\ufaff][」』》）]*$")
 
 
 def _values(text: str) -> tuple[dict[str, list[tuple[str, str]]], str]:
@@ -160,6 +171,7 @@ _PHRASING: tuple[tuple[str, Any], ...] = (
 # Only for the user's own words: in an assistant's sentence "I" is the coworker.
 _FIRST_PERSON: tuple[tuple[str, Any], ...] = (
     (r"^(?:i am|i'm)\b", "The user is"),
+    (r"^i've\b", "The user has"),
     (r"^(?:i'd|i would) rather\b", "The user would rather"),
     (r"^i (?:don't|do not)\b", "The user doesn't"),
     (r"^i (\w+)", lambda m: f"The user {_third_person(m[1].lower())}"),
@@ -210,12 +222,52 @@ def _kind(text: str, *, remembered: bool) -> str | None:
     return "rule" if remembered else None
 
 
+MIN_WORDS = 3  # "That.", "Agreed, Caroline." and "同意，卡洛琳。" are too short to state anything
+
+
+def states_fact(text: str) -> bool:
+    """Whether a sentence states something: enough words, and one of them about something.
+
+    Not "That.", "Agreed, Caroline.", "I love that!" or "Sounds like a plan": once the
+    name it is addressed to is gone, nothing is left but filler, pronouns and deixis.
+    """
+    text = without_vocative(text)
+    return word_count(text) >= MIN_WORDS and bool(content_words(text)) and not QUESTION.search(text)
+
+
+# "I've been reading 'Becoming Nicole'", "My daughter starts school in September": what a person
+# tells about themselves. Not moods, opinions, wishes or plans ("I think…", "I'm so glad…", "I'll…").
+_PERSONAL = re.compile(
+    r"^(?:i(?:'ve|'m| have| had| am| was| used to)?|my)\s|^我(?!們|想|覺得|會|要|需要|希望|猜|相信|知道|也|就|很|真|好)",
+    re.I,
+)
+_MOOD = re.compile(
+    r"^i(?:'ll|'d| will| would| could| can| should| might| may| must| think| guess| hope| wish| want| need| feel"
+    r"| mean| know| believe| wonder| bet| just| agree| miss| see| hear| appreciate)\b"
+    r"|^i(?:'m| am| was) (?:going to|gonna|not sure|sure|glad|so\b|sorry|happy|excited|thinking|just)"
+    r"|^(?:i'm|i am) \w+ing\b|^我正?在",  # what they are busy with right now: "I'm reviewing the rota"
+    re.I,
+)
+_CJK_TEXT = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")
+
+
+def _personal(text: str) -> bool:
+    if not _PERSONAL.match(text) or _MOOD.match(text):
+        return False
+    # Something specific, or enough content words that it is about something in particular.
+    return bool(specifics(text)) or len(set(content_words(text))) >= (4 if _CJK_TEXT.search(text) else 2)
+
+
 def _from_user(text: str) -> Candidate | None:
     if _FORGET.match(text) or (_NO_LONGER.search(text) and not DECISION.search(text)):
         return None  # a forget request, handled by forget_requests ("no more debate" after a decision is not one)
     remembered = _REMEMBER.match(text)
     body = (remembered.group(1) or remembered.group(2)) if remembered else text
+    if not states_fact(body):
+        return None  # "Please remember that." remembers nothing
     kind = _kind(body, remembered=bool(remembered))
+    if kind is None and _personal(body):
+        kind = "preference"  # about the user; the stored kinds have no "personal"
     return Candidate(_normalize(body, kind), kind) if kind else None
 
 
@@ -236,7 +288,8 @@ def extract_candidates(task: TaskRecords) -> list[Candidate]:
             if record.role == "user":
                 candidate = _from_user(text)
             elif (
-                DECISION.search(text)
+                states_fact(text)
+                and DECISION.search(text)
                 and _SHARED.search(text)
                 and not NOT_DECIDED.search(text)
                 and not OWN_WORK.search(text)  # its own work, mentioning a decision

@@ -1,4 +1,7 @@
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from sessions.extract import (
     KINDS,
     Candidate,
@@ -10,6 +13,7 @@ from sessions.extract import (
     most_similar,
 )
 from sessions.history import Record, TaskRecords
+from sessions.summarize import content_words
 
 
 def task(*specs: tuple) -> TaskRecords:
@@ -269,3 +273,117 @@ def test_a_settled_name_or_position_is_remembered_not_taken_for_a_forget_request
     said_once = task(("user", said))
     assert any(kept in c.text for c in extract_candidates(said_once))
     assert forget_requests(said_once) == []
+
+
+# what counts as a fact: lines from real conversations
+
+
+@pytest.mark.parametrize(
+    "said",
+    [
+        "Agreed, Caroline.",
+        "That.",
+        "Please remember that.",
+        "Remember this!",
+        "Sounds good!",
+        "Thanks Mel, you too!",
+        "I love that!",
+        "Wow, I love it!",
+        "I agree with you on that.",
+        "We decided that.",
+        "Sounds like a plan, let's go with it!",
+        "I'm so glad you chose to come!",
+        "I'm doing great, thanks.",
+        "I had a great time with you.",
+        "Have you been to Lakeview Lodge?",
+        "同意，卡洛琳。",
+        "請記住那個。",
+        "謝謝梅兒，你也是！",
+        "好的，沒問題！",
+        "就這麼決定吧。",
+    ],
+)
+def test_acknowledgements_pleasantries_and_bare_pronouns_are_not_remembered(said):
+    assert extract_candidates(task(("user", said))) == []
+    assert extract_candidates(task(("user", "Where should the offsite be?"), ("assistant", said))) == []
+
+
+@pytest.mark.parametrize(
+    "said, kind, kept",
+    [
+        ("I prefer morning meetings.", "preference", "The user prefers morning meetings."),
+        ("我比較喜歡早上開會。", "preference", "使用者比較喜歡早上開會。"),
+        ("Our launch is on May 4.", "project", "The launch is on May 4."),
+        ("The Team plan costs $29/month.", "project", "The Team plan costs $29/month."),
+        ("We decided to hold the offsite at Lakeview Lodge.", "decision", "We decided to hold the offsite at Lakeview Lodge."),
+        ("We picked Lakeview Lodge for the offsite.", "decision", "We picked Lakeview Lodge for the offsite."),
+        ("Remember to always cc Dana on vendor emails.", "rule", "Always cc Dana on vendor emails."),
+        ("Agreed, Caroline. We picked Lakeview Lodge for the offsite.", "decision", "We picked Lakeview Lodge for the offsite."),
+    ],
+)
+def test_durable_facts_are_still_remembered(said, kind, kept):
+    assert Candidate(kept, kind) in extract_candidates(task(("user", said)))
+
+
+@pytest.mark.parametrize(
+    "said, kept",
+    [
+        ("Thanks Mel! I've been reading 'Becoming Nicole' lately.", "The user has been reading 'Becoming Nicole' lately."),
+        ("My daughter starts school in September.", "The user's daughter starts school in September."),
+        ("I went to an LGBTQ support group yesterday.", "The user went to an LGBTQ support group yesterday."),
+        ("我最近在讀《成為妮可》。", "使用者最近在讀《成為妮可》。"),
+        ("我女兒九月開始上學。", "使用者女兒九月開始上學。"),
+    ],
+)
+def test_what_a_person_tells_about_themselves_is_remembered(said, kept):
+    assert [c.text for c in extract_candidates(task(("user", said)))] == [kept]
+
+
+@pytest.mark.parametrize(
+    "said",
+    ["I think so too.", "I'm so happy for you!", "I'll let you know.", "I'm reviewing the weekend rota.",
+     "我覺得很好。", "我也是！", "我在檢查週末的值班表。"],
+)
+def test_moods_opinions_and_plans_are_not_personal_facts(said):
+    assert extract_candidates(task(("user", said))) == []
+
+
+def test_a_coworkers_own_life_is_not_the_users_memory():
+    reply = task(("user", "How was your week?"), ("assistant", "My daughter starts school in September."))
+    assert extract_candidates(reply) == []
+
+
+# Lines a person says in passing, in any order and combination, with names said to someone.
+_EN_CHATTER = ["thanks", "Thanks Mel", "agreed", "sure", "ok", "yes", "wow", "haha", "that", "this", "it", "those",
+               "me too", "you too", "sounds good", "sounds great", "great idea", "I love it", "I agree", "let's do it",
+               "remember that", "please remember that", "of course", "no problem", "so cool", "I'm so happy",
+               "same here", "right", "exactly"]
+_ZH_CHATTER = ["謝謝", "好的", "同意", "那個", "這樣", "我也是", "沒錯", "太好了", "記住那個", "好啊", "真的嗎", "哈哈"]
+
+
+def _chatter(words: list[str], names: list[str], ends: list[str]) -> st.SearchStrategy[str]:
+    part = st.tuples(st.sampled_from(words), st.one_of(st.none(), st.sampled_from(names)), st.sampled_from(ends))
+    return st.lists(part, min_size=1, max_size=4).map(
+        lambda parts: " ".join(f"{w}, {n}{e}" if n else f"{w}{e}" for w, n, e in parts)
+    )
+
+
+_CHATTER = _chatter(_EN_CHATTER, ["Caroline", "Mel", "Dana"], [".", "!", ", ", "~", "..."]) | _chatter(
+    _ZH_CHATTER, ["卡洛琳", "梅兒"], ["。", "！", "，", "～"]
+)
+
+
+@settings(max_examples=200)
+@given(text=_CHATTER, role=st.sampled_from(["user", "assistant"]))
+def test_chatter_and_pronouns_never_make_a_memory_item(text, role):
+    assert extract_candidates(task(("user", "Hi!"), (role, text))) == []
+
+
+@settings(max_examples=200)
+@given(text=st.text(max_size=200) | st.lists(_CHATTER | st.sampled_from(
+    ["We picked Lakeview Lodge.", "I prefer tables.", "The launch is on May 4.", "我偏好簡短的重點。", " ", ". "]
+), max_size=8).map(" ".join))
+def test_every_candidate_says_something_specific(text):
+    for candidate in extract_candidates(task(("user", text))):
+        assert content_words(candidate.text), candidate
+        assert candidate.kind in KINDS

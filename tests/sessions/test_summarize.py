@@ -4,7 +4,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sessions.history import Record, TaskRecords, ToolCall
-from sessions.summarize import SECTIONS, parse_summary, summarize_extractively, topic_label
+from sessions.summarize import SECTIONS, content_words, parse_summary, summarize_extractively, topic_label
 
 
 def task(turn: int, *specs: tuple) -> TaskRecords:
@@ -287,3 +287,150 @@ def test_a_coworker_reporting_its_own_work_is_not_listed_as_a_decision():
 
     assert "$29" in decisions
     assert "I put" not in decisions
+
+
+# Conversations between people: small talk around the work
+
+
+def friends(turn: int, said: str, answer: str) -> TaskRecords:
+    return task(turn, ("user", said), ("assistant", answer, {"coworker": "mel"}))
+
+
+SMALL_TALK = [
+    ("Hey Mel! How are you?", "Hey Caroline! I'm good, thanks. How are you?"),
+    ("Thanks Mel, you too!", "Anytime! Talk soon."),
+    ("Good morning! How's it going?", "Great, thanks for asking!"),
+]
+WORK = [
+    ("Can you compare the offsite venue options?", "Lakeview Lodge fits 40 people; the offsite venue in town fits 30."),
+    ("What is the catering budget for the offsite?", "The catering budget is $2,000 for the offsite."),
+    ("I talked to the caterer about the catering budget.", "Good, the caterer can work within the catering budget of $2,000."),
+]
+
+
+def small_talk_and_work(blocks: int) -> list[TaskRecords]:
+    out: list[TaskRecords] = []
+    for block in range(blocks):
+        for said, answer in (SMALL_TALK[block % 3], WORK[block % 3]):
+            out.append(friends(len(out) + 1, said, answer))
+    return out
+
+
+def test_topics_of_small_talk_and_work_name_the_work_never_the_greetings():
+    tasks = small_talk_and_work(20)
+    summary = ""
+    for start in range(0, len(tasks), 4):  # folded four at a time, as the app does
+        summary = fold(summary, *tasks[start : start + 4], max_chars=600)
+
+    lines = section(summary, "Topics covered").splitlines()
+    assert len(lines) >= 3, summary  # ranges, not one line for everything
+    for line in lines:
+        assert re.match(r"- Tasks? \d+(–\d+)?: ", line), line
+        assert not re.search(r"\b(?:hey|hi|thanks|how are you|good morning|mel|caroline)\b", line, re.I), line
+    assert all("offsite" in line or "catering" in line for line in lines)
+    assert sum("catering budget" in line for line in lines) >= len(lines) - 1
+
+
+def test_a_range_of_topics_names_what_recurs_in_it():
+    tasks = small_talk_and_work(12)
+
+    summary = fold("", *tasks, max_chars=400)
+
+    first = section(summary, "Topics covered").splitlines()[0]
+    assert re.match(r"- Tasks 2–\d+: ", first), first
+    assert "offsite venue" in first and "catering budget" in first
+
+
+def test_a_task_of_greetings_only_has_no_topic_and_no_bullets():
+    summary = fold("", friends(1, "Hey Mel! How are you? It's been a while.", "Hey Caroline! Good to see you. Thanks!"))
+
+    assert summary == ""
+
+
+def test_acknowledgements_and_pleasantries_make_no_bullets_but_personal_specifics_do():
+    summary = fold(
+        "",
+        friends(1, "Agreed, Caroline. I'll let you know!", "See you tomorrow!"),
+        friends(2, "I've been reading 'Becoming Nicole' lately.", "That's so cool! My daughter starts school in September."),
+        friends(3, "We picked Lakeview Lodge for the offsite.", "Sounds good! I'll book Lakeview Lodge by Friday."),
+    )
+
+    assert "Agreed" not in summary and "let you know" not in summary and "See you" not in summary
+    assert "(task 2) I've been reading 'Becoming Nicole' lately." in section(summary, "Facts and numbers")
+    assert "My daughter starts school in September." in section(summary, "Facts and numbers")
+    assert "(task 3) We picked Lakeview Lodge for the offsite." in section(summary, "Decisions")
+    assert "I'll book Lakeview Lodge by Friday." in section(summary, "Commitments and next steps")
+    topics = section(summary, "Topics covered")
+    assert "Becoming Nicole" in topics and "Task 1" not in topics
+
+
+def test_it_does_not_pad_the_budget_with_chatter():
+    tasks = [friends(n, "Haha, so true! How are you?", "I'm great, thanks! Talk soon, Caroline.") for n in range(1, 40)]
+    tasks.append(friends(40, "The offsite is at Lakeview Lodge on May 4.", "Great, see you there!"))
+
+    summary = fold("", *tasks, max_chars=6000)
+
+    assert len(summary) < 300, summary
+    assert "Lakeview Lodge on May 4" in summary
+
+
+def test_chinese_small_talk_and_work():
+    summary = fold(
+        "",
+        friends(1, "嗨，梅兒！最近好嗎？", "好的！我很好，謝謝。"),
+        friends(2, "同意，卡洛琳。我們決定在湖景山莊舉辦外地會議。", "太好了！外地會議的餐飲預算是兩千元。"),
+        friends(3, "我最近在讀《成為妮可》。", "真的嗎？我女兒九月開始上學。"),
+    )
+
+    assert "卡洛琳" not in section(summary, "Decisions") and "梅兒" not in summary
+    assert "我們決定在湖景山莊舉辦外地會議。" in section(summary, "Decisions")
+    assert "外地會議的餐飲預算是兩千元。" in section(summary, "Facts and numbers")
+    assert "我最近在讀《成為妮可》。" in section(summary, "Facts and numbers")
+    topics = section(summary, "Topics covered")
+    assert "Task 1" not in topics and "成為妮可" in topics
+
+
+def test_within_a_tasks_places_the_sentences_with_specifics_win():
+    answer = " ".join(f"Haha, {n} times!" for n in range(1, 7)) + " The Lakeview Lodge deposit of $500 was paid on May 1."
+
+    facts = section(fold("", friends(1, "How did the call go?", answer)), "Facts and numbers")
+
+    assert "The Lakeview Lodge deposit of $500 was paid on May 1." in facts
+    assert len(facts.splitlines()) == 5
+
+
+_CHAT = ["Thanks!", "Agreed, Caroline.", "Sounds good!", "See you tomorrow!", "I'll let you know!", "How are you?",
+         "That.", "Haha, me too!", "謝謝梅兒，你也是！", "同意，卡洛琳。", "好的！", "最近好嗎？", "Please remember that."]
+
+
+@settings(max_examples=100)
+@given(
+    contents=st.lists(
+        st.tuples(st.sampled_from(["user", "assistant"]), st.lists(st.sampled_from(_CHAT + PIECES), max_size=6).map(" ".join)),
+        max_size=10,
+    ),
+)
+def test_every_bullet_names_something(contents):
+    summary = fold("", *(task(n + 1, (role, text)) for n, (role, text) in enumerate(contents)))
+
+    for name, bullets in parse_summary(summary).items():
+        for bullet in bullets:
+            assert content_words(bullet.body) or name == "Topics covered" and bullet.body.startswith("asked"), bullet
+            assert bullet.body not in _CHAT
+            what = re.sub(r"^(?:talked about|asked|聊到「)\W*", "", bullet.body)
+            assert not re.match(r"(?:hey|thanks|how are you|agreed|sounds good|see you)\b|謝謝|卡洛琳|梅兒|同意", what, re.I)
+
+
+def test_a_summary_full_of_facts_keeps_an_outline_of_topic_ranges():
+    subjects = ["launch email", "pricing page", "hiring plan", "investor update", "support macros", "press kit"]
+    tasks = [
+        task(n, ("user", f"Draft the {subjects[n % 6]} for week {n}."), ("assistant", f"Done: {n * 7} words, {n} sections, dated May {n % 28 + 1}."))
+        for n in range(1, 121)
+    ]
+    summary = ""
+    for start in range(0, len(tasks), 4):
+        summary = fold(summary, *tasks[start : start + 4], max_chars=3000)
+
+    lines = section(summary, "Topics covered").splitlines()
+    assert len(lines) >= 5, summary
+    assert lines[0].startswith("- Tasks 1–") and any(subject in lines[0] for subject in subjects)
