@@ -259,9 +259,12 @@ def exchanges(keys: Sequence[tuple[int, int]]) -> dict[tuple[int, int], _Exchang
         f"(session_id = %s AND turn IN ({', '.join(['%s'] * len(turns))}))" for turns in wanted.values()
     )
     params = [value for session_id, turns in wanted.items() for value in (session_id, *sorted(turns))]
+    # The index words come along by the entry's unique message index (a join tempts PostgreSQL
+    # into reading every entry).
     sql = (
-        f"SELECT m.session_id, m.turn, m.role, m.content, m.coworker, m.created_at, e.terms "
-        f"FROM {Message._meta.db_table} AS m LEFT JOIN {SearchEntry._meta.db_table} AS e ON e.message_id = m.id "
+        f"SELECT m.session_id, m.turn, m.role, m.content, m.coworker, m.created_at, "
+        f"(SELECT e.terms FROM {SearchEntry._meta.db_table} AS e WHERE e.message_id = m.id) "
+        f"FROM {Message._meta.db_table} AS m "
         f"WHERE ({where.replace('session_id', 'm.session_id').replace('turn IN', 'm.turn IN')}) "
         "AND m.role IN (%s, %s) ORDER BY m.session_id, m.turn, m.position"
     )
