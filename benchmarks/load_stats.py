@@ -2,7 +2,7 @@
 received, whether anything was lost or duplicated, and the latency figures. Pure: standard library
 and benchmarks.metrics only (no Django, no sockets), so every rule here is tested on plain frames.
 
-Frames are the dicts of the channel websocket protocol (DESIGN.md, Contracts); times are seconds
+Frames are the dicts of the channel websocket protocol (README, "Websockets"); times are seconds
 on one monotonic clock.
 """
 

@@ -11,7 +11,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 
-# The order a prompt is sent in, most stable first (DESIGN, "The prompt: four layers").
+# The order a prompt is sent in, most stable first (docs/context.md, "The layers, in order").
 LAYER_ORDER = ("system", "memory", "summary", "recent", "recalled", "current")
 # Layers, and the messages inside a layer, are joined with a blank line. A strategy that
 # wants request n+1 to begin with the whole of request n renders its new messages the

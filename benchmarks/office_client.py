@@ -1,5 +1,5 @@
 """A client of a running office, as a browser tab is: it signs in over HTTP and talks the
-channel websocket protocol (DESIGN.md, Contracts). Used by the load tool and the fault tests.
+channel websocket protocol (README, "Websockets"). Used by the load tool and the fault tests.
 
 Standard library for HTTP (the sign-in is two requests), `websockets` for the socket.
 """

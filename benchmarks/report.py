@@ -73,7 +73,7 @@ def layer_budget(strategy: Any) -> int | None:
     """The sum of the layer budgets (memory, summary, detailed, recall) a strategy promises to stay within.
 
     A strategy may say so itself (`layer_budget_chars`, or a `policy`); the baselines
-    promise nothing (None); any other strategy is held to DESIGN's defaults for `direct`.
+    promise nothing (None); any other strategy is held to the defaults for `direct`.
     """
     if isinstance(strategy, (FullHistory, HermesCompactor)):
         return None

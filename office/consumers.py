@@ -147,7 +147,7 @@ class StaysJoined(AsyncJsonWebsocketConsumer):
 
 
 class ChannelConsumer(StaysJoined):
-    """One browser tab watching one channel. Frames: see DESIGN.md, Contracts."""
+    """One browser tab watching one channel. Frames: README, "Websockets"."""
 
     channel_id: int
 

@@ -443,14 +443,14 @@ def plan_window(
 
     `sizes[turn][level]` is the task's size at each level. Tasks leave the
     window in batches of `fold_batch` once it holds `detailed_tasks +
-    fold_batch` tasks. Over `detailed_chars`, DESIGN's order holds: digest
+    fold_batch` tasks. Over `detailed_chars`, the over-budget order holds: digest
     tool results, then shorten long messages, then fold the oldest tasks early.
 
     Between folds the plan is append-only: a task already in the prompt keeps
     its level until the next fold, so the over-budget steps apply to the task
     being appended (its tool results digested, then its long messages
     shortened); when even that does not fit, the fold comes early, and the new
-    epoch is planned from scratch in DESIGN's order, oldest tool results first.
+    epoch is planned from scratch in the over-budget order, oldest tool results first.
     (Tails kept in front of their tasks are not counted here: they share the
     request's unused budget with recall; see build_prompt.)
     """
@@ -505,7 +505,7 @@ def _plan_epoch(
     window: list[int],
     notes: list[str],
 ) -> WindowPlan:
-    """Levels for a window at the start of an epoch (a fold, or the first build): DESIGN's order,
+    """Levels for a window at the start of an epoch (a fold, or the first build): the over-budget order,
     oldest first, leaving room for the tasks the window will gain before the next fold."""
     budget = policy.detailed_chars
     levels = {t: FULL for t in window}

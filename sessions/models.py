@@ -123,7 +123,7 @@ class Task(models.Model):
 
 
 class Message(models.Model):
-    """One history record, exactly DESIGN's: stored the moment it exists, never edited.
+    """One history record, exactly the export format's (README): stored the moment it exists, never edited.
 
     `previous` is the order. `position` (1-based place in the chain) lets the
     database guard the chain and read a recent window without walking it:

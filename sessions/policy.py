@@ -41,7 +41,7 @@ class Policy:
 
 
 def default_policy(channel_kind: str) -> Policy:
-    """DESIGN's defaults: a 1:1 gets a larger detailed window than shared channels."""
+    """The defaults: a 1:1 gets a larger detailed window than shared channels."""
     return Policy(detailed_chars=20_000) if channel_kind == "direct" else Policy()
 
 

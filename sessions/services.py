@@ -235,7 +235,7 @@ class ImportResult:
     repaired_tool_calls: tuple[str, ...]
 
     def summary(self) -> dict:
-        """The one-line report of DESIGN's contract."""
+        """The one-line report import_session prints (README, "Commands")."""
         return {
             "session": self.session.pk,
             "tasks": self.tasks,

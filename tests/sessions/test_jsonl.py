@@ -234,6 +234,6 @@ def test_it_does_not_glue_a_new_record_to_a_line_broken_by_a_crash(tmp_path):
     assert lines[3] == broken_fragment.split(b"\n")[3]
     assert parse_jsonl(lines[4]).records == (resumed,)
     assert lines[5] == b""
-    # The fragment is now a complete line, so the file no longer imports (see DESIGN).
+    # The fragment is now a complete line, so the file no longer imports (README: an interrupted write is only the last line).
     with pytest.raises(JsonlError, match="^line 4: "):
         parse_jsonl(path.read_bytes())
