@@ -8,7 +8,6 @@ the text can be parsed back and updated at the next fold instead of rewritten.
 from __future__ import annotations
 
 import re
-from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
