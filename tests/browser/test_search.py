@@ -50,4 +50,8 @@ def test_a_person_searches_from_the_sidebar_and_opens_a_past_conversation_at_the
     assert found.bounding_box()["y"] < page.viewport_size["height"], "the message is in view"
     assert "Past conversation with Mina" in page.locator("h1").inner_text()
     page.screenshot(path=str(ARTIFACTS / "search-opened.png"))
+
+    page.get_by_role("link", name="Back to the results").click()
+    page.wait_for_url(re.compile(r"/o/acme/search/\?q=offsite\+venue$"))
+    assert page.locator(".search-result", has_text=DECISION).count() >= 1
     context.close()
