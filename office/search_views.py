@@ -10,10 +10,13 @@ channels they can see.
 from __future__ import annotations
 
 import uuid
+from urllib.parse import parse_qs, urlencode, urlsplit
 
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
+from django.urls import reverse
+from django.utils.http import url_has_allowed_host_and_scheme
 from django.utils.html import escape
 from django.utils.safestring import SafeString, mark_safe
 
@@ -117,8 +120,21 @@ def message_in_context(request: HttpRequest, channel_id: int, message_id: uuid.U
             "channel": channel,
             "session": session,
             "target": target,
+            "results_url": _results_url(request, channel.office.slug),
             "history": messages,
             "more_before": messages and messages[0].position > 1,
             **sidebar(channel.office, request.user),
         },
     )
+
+
+def _results_url(request: HttpRequest, slug: str) -> str:
+    """The results the person came from (their query, from the referring search page), else the search page.
+    A link, not history.back(): a result opened in a new tab or from a shared link has no history to go back to."""
+    page = reverse("office_search", args=[slug])
+    referer = request.headers.get("referer", "")
+    parts = urlsplit(referer)
+    if parts.path != page or not url_has_allowed_host_and_scheme(referer, {request.get_host()}, request.is_secure()):
+        return page
+    query = parse_qs(parts.query).get("q", [""])[0].strip()[:QUERY_CHARS]
+    return f"{page}?{urlencode({'q': query})}" if query else page
