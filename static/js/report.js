@@ -99,6 +99,16 @@ export async function openReport(sessionId, turn, opener) {
   dialog.addEventListener("close", () => opener?.focus(), { once: true });
 }
 
+function recalledSummary(exchanges) {
+  if (!exchanges.length) return "none";
+  const earlier = exchanges.filter((x) => x.earlier_session).length;
+  const here = exchanges.length - earlier;
+  const parts = [];
+  if (here) parts.push(`${here} from this conversation`);
+  if (earlier) parts.push(`${earlier} from earlier ones`);
+  return `${exchanges.length} exchange${exchanges.length > 1 ? "s" : ""} (${parts.join(", ")}), listed below`;
+}
+
 function turnChips(turns) {
   if (!turns || !turns.length) return el("span", { class: "muted", text: "none" });
   return el("span", { class: "turns" }, turns.map((t) => el("span", { class: "t", text: `#${t}` })));
@@ -137,7 +147,7 @@ function reportContent(answer) {
         el("dt", { text: "In full detail" }), el("dd", {}, turnChips(report.detailed_tasks || layers.recent?.tasks)),
         el("dt", { text: "As a short digest" }), el("dd", {}, turnChips(report.digested_tasks)),
         el("dt", { text: "In the summary" }), el("dd", { text: through ? `tasks 1–${through}` : "none yet" }),
-        el("dt", { text: "Recalled by relevance" }), el("dd", {}, turnChips(report.recalled_tasks || layers.recalled?.tasks)),
+        el("dt", { text: "Recalled by relevance" }), el("dd", { text: recalledSummary(layers.recalled?.exchanges || []) }),
         el("dt", { text: "With the notes they were first shown" }), el("dd", {}, turnChips(layers.recent?.kept_tails)),
       ),
     );
@@ -150,7 +160,7 @@ function reportContent(answer) {
             el("li", {},
               el("span", { text: `Task ${x.turn} of ${x.earlier_session ? "an earlier conversation" : "this conversation"}${x.when ? `, ${x.when}` : ""}: ` }),
               x.matched.length
-                ? el("span", {}, x.matched.map((word) => el("mark", { text: word })))
+                ? el("span", {}, x.matched.flatMap((word, i) => (i ? [", ", el("mark", { text: word })] : [el("mark", { text: word })])))
                 : el("span", { class: "muted", text: "it goes on with the exchange next to it" }),
             ),
           ),
@@ -159,7 +169,7 @@ function reportContent(answer) {
     }
     if (report.budget) {
       const room = layers.recalled?.room;
-      parts.push(el("p", { class: "muted", text: `Budget: ${fmt(report.budget.used)} of ${fmt(report.budget.total)} characters used${room ? `; recall was given ${fmt(room)}` : ""}.` }));
+      parts.push(el("p", { class: "muted", text: `Memory, summary, recent tasks and recall took ${fmt(report.budget.used)} of the ${fmt(report.budget.total)} characters they share (the coworker's instructions and your message come on top)${room ? `; recall could have taken up to ${fmt(room)} and kept what bears on your message` : ""}.` }));
     }
   }
 
