@@ -55,8 +55,11 @@ def scratch_channel() -> tuple[Channel, int]:
     return channel, budget
 
 
-def import_layout(conversation: RecallConversation, layout: str, channel: Channel, progress: Progress) -> tuple[object, int]:
-    """Import the conversation as one session or as one session a day; each is caught up as if lived.
+def import_layout(
+    conversation: RecallConversation, layout: str, channel: Channel, progress: Progress, *, catch_up: bool = True
+) -> tuple[object, int]:
+    """Import the conversation as one session or as one session a day; each is caught up as if
+    lived, unless `catch_up` is False (the search needs only the import, which indexes).
 
     Returns the active session and the turn a new instruction would have.
     """
@@ -67,7 +70,8 @@ def import_layout(conversation: RecallConversation, layout: str, channel: Channe
     for i, records in enumerate(chunks, start=1):
         result = services.import_session(channel=channel, data=jsonl.dump_records(records).encode())
         session, turns = result.session, result.tasks
-        upkeep.catch_up(session, progress=_every(200, progress, f"  {layout}: "))
+        if catch_up:
+            upkeep.catch_up(session, progress=_every(200, progress, f"  {layout}: "))
         if len(chunks) > 1 and (i % 5 == 0 or i == len(chunks)):
             progress(f"  {layout}: {i}/{len(chunks)} sessions imported and caught up")
     return session, turns + 1

@@ -24,8 +24,8 @@ from .services import records_of, task_messages
 
 # Recall reads the best this many matching messages, and at most this many of their exchanges:
 # far more than a prompt can hold, so the builder's budget and cut-off decide what is shown.
-RECALL_HITS = 120
-RECALL_EXCHANGES = 60
+RECALL_HITS = 60
+RECALL_EXCHANGES = 30
 # A neighbouring exchange that continues one of the best this many found scores this share of it.
 CONTINUED = 20
 CONTINUATION = 0.6
@@ -246,15 +246,16 @@ class _Exchange:
         return self.asked | self.answered
 
 
-def exchanges(keys: Sequence[tuple[int, int]]) -> dict[tuple[int, int], _Exchange]:
-    """The instruction and final reply of these (session, turn) exchanges and of their neighbours.
+def exchanges(keys: Sequence[tuple[int, int]], *, neighbours: int = CONTINUED) -> dict[tuple[int, int], _Exchange]:
+    """The instruction and final reply of these (session, turn) exchanges, and of the neighbours
+    of the first `neighbours` of them.
 
     Plain SQL: recall is the part of a build that long sessions add, and the ORM takes longer
     to compose this than the database to run it.
     """
     wanted: dict[int, set[int]] = {}
-    for session_id, turn in keys:
-        wanted.setdefault(session_id, set()).update((turn - 1, turn, turn + 1))
+    for i, (session_id, turn) in enumerate(keys):
+        wanted.setdefault(session_id, set()).update((turn - 1, turn, turn + 1) if i < neighbours else (turn,))
     where = " OR ".join(
         f"(session_id = %s AND turn IN ({', '.join(['%s'] * len(turns))}))" for turns in wanted.values()
     )
@@ -262,7 +263,9 @@ def exchanges(keys: Sequence[tuple[int, int]]) -> dict[tuple[int, int], _Exchang
     # The index words come along by the entry's unique message index (a join tempts PostgreSQL
     # into reading every entry).
     sql = (
-        f"SELECT m.session_id, m.turn, m.role, m.content, m.coworker, m.created_at, "
+        # The date of the instruction only: converting every reply's costs more than the rest.
+        f"SELECT m.session_id, m.turn, m.role, m.content, m.coworker, "
+        f"CASE WHEN m.role = 'user' THEN m.created_at END, "
         f"(SELECT e.terms FROM {SearchEntry._meta.db_table} AS e WHERE e.message_id = m.id) "
         f"FROM {Message._meta.db_table} AS m "
         f"WHERE ({where.replace('session_id', 'm.session_id').replace('turn IN', 'm.turn IN')}) "

@@ -42,7 +42,7 @@ QUERY_TERMS = 24
 # A word found in more messages than this, in the channels searched, is left out of the query
 # (unless every word is): it says little about any one message, and scoring every message
 # that holds it is what would make a search of a long history slow.
-COMMON_WORD_MESSAGES = 400
+COMMON_WORD_MESSAGES = 150
 
 
 def scoped(channel_id: int, term: str) -> str:
@@ -121,11 +121,11 @@ def search(
     postgres = connection.vendor == "postgresql"
     words = [scoped(channel, term) for channel in channel_ids for term in terms]
     counts = _postgres_counts(words) if postgres else _sqlite_counts(words)
-    words = _informative(words, counts)
+    words, newest = _informative(words, counts)
     if not words:
         return []
     search_rows = _search_postgres if postgres else _search_sqlite
-    rows = search_rows(words, counts, list(channel_ids), limit, leave_out)
+    rows = search_rows(words, counts, limit, leave_out, newest)
     wanted = set(words)
     hits = []
     for message_id, session_id, channel_id, turn, role, score, entry_terms in rows:
@@ -134,11 +134,15 @@ def search(
     return hits
 
 
-def _informative(words: list[str], counts: dict[str, int]) -> list[str]:
-    """The words found anywhere, leaving out the very common ones unless nothing else is left."""
+def _informative(words: list[str], counts: dict[str, int]) -> tuple[list[str], int | None]:
+    """The words found anywhere, leaving out the very common ones; and, when nothing else is
+    left, the two rarest of those, searched in their newest COMMON_WORD_MESSAGES messages only
+    (the second value): a question of nothing but common words has little to go on anyway."""
     found = sorted((counts[w], w) for w in words if counts.get(w))
     rare = [w for n, w in found if n <= COMMON_WORD_MESSAGES]
-    return rare or [w for _, w in found[:2]]
+    if rare or not found:
+        return rare, None
+    return [w for _, w in found[:2]], COMMON_WORD_MESSAGES
 
 
 def _sqlite_counts(words: list[str]) -> dict[str, int]:
@@ -170,25 +174,38 @@ def _leave_out_sql(leave_out: tuple[int, int] | None) -> tuple[str, list]:
     return " AND NOT (e.session_id = %s AND e.turn > %s)", list(leave_out)
 
 
-def _search_sqlite(words: list[str], counts, channel_ids: list[int], limit: int, leave_out) -> list[tuple]:
+def _search_sqlite(words: list[str], counts, limit: int, leave_out, newest: int | None) -> list[tuple]:
     # Quoted, each word is matched as itself: the words hold letters, digits and CJK only. The
     # channel marks already keep other channels out.
     match = " OR ".join(f'"{word}"' for word in words)
     excluded, excluded_params = _leave_out_sql(leave_out)
+    recent, recent_params = "", []
+    if newest:  # FTS5 walks its rows from the newest down and stops: only those are scored
+        recent = (
+            f" AND {FTS_TABLE}.rowid >= (SELECT min(rowid) FROM (SELECT rowid FROM {FTS_TABLE} "
+            f"WHERE {FTS_TABLE} MATCH %s ORDER BY rowid DESC LIMIT %s))"
+        )
+        recent_params = [match, newest]
     sql = (
         f"SELECT e.message_id, e.session_id, e.channel_id, e.turn, e.role, -bm25({FTS_TABLE}) AS score, e.terms "
         f"FROM {FTS_TABLE} JOIN {ENTRY_TABLE} AS e ON e.id = {FTS_TABLE}.rowid "
-        f"WHERE {FTS_TABLE} MATCH %s{excluded} ORDER BY score DESC, e.id DESC LIMIT %s"
+        f"WHERE {FTS_TABLE} MATCH %s{recent}{excluded} ORDER BY score DESC, e.id DESC LIMIT %s"
     )
     with connection.cursor() as cursor:
-        cursor.execute(sql, [match, *excluded_params, limit])
+        cursor.execute(sql, [match, *recent_params, *excluded_params, limit])
         return cursor.fetchall()
 
 
-def _search_postgres(words: list[str], counts, channel_ids: list[int], limit: int, leave_out) -> list[tuple]:
+def _search_postgres(words: list[str], counts, limit: int, leave_out, newest: int | None) -> list[tuple]:
     vector = "e.words"  # the channel marks in the words keep other channels out
     either = " | ".join(f"'{word}'" for word in words)
     excluded, excluded_params = _leave_out_sql(leave_out)
+    if newest:  # only the newest matches are scored
+        excluded += (
+            f" AND e.id >= (SELECT min(id) FROM (SELECT id FROM {ENTRY_TABLE} "
+            "WHERE words @@ to_tsquery('simple', %s) ORDER BY id DESC LIMIT %s) AS newest)"
+        )
+        excluded_params = [*excluded_params, either, newest]
     with connection.cursor() as cursor:
         # How many messages there are, from the planner's statistics: counting a channel's would
         # grow with it, and as in FTS5's bm25() the whole index's size serves every channel.
