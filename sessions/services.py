@@ -4,7 +4,7 @@ The only place that turns rows into sessions.history values and back. Views,
 commands, consumers and tasks call these functions; none writes a Message itself.
 """
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Iterable, Iterator
 
 from django.db import IntegrityError, transaction
@@ -221,9 +221,17 @@ def _tool_call_to_json(call: history.ToolCall) -> dict:
 
 
 def export_session(session: Session) -> Iterator[str]:
-    """The session as JSONL lines (each ends with a newline), in chain order."""
-    for record in load_records(session):
-        yield jsonl.dumps_record(record) + "\n"
+    """The session as JSONL lines (each ends with a newline), task by task.
+
+    A task still working when the next instruction arrived kept appending after it, so the
+    stored chain can interleave two turns. The export lists each task's records together, in
+    the order prompts read them (turn, then position), linked in that order: an import, which
+    refuses turns that go back, takes it whole and rebuilds the same tasks.
+    """
+    previous: str | None = None
+    for record in sorted(load_records(session), key=lambda r: r.turn):  # stable: chain order within a turn
+        yield jsonl.dumps_record(replace(record, previous=previous)) + "\n"
+        previous = record.id
 
 
 @dataclass(frozen=True)

@@ -153,3 +153,27 @@ def test_a_crash_that_cuts_a_chinese_character_in_half_is_an_interrupted_write(t
 
     assert summary["skipped_lines"] == 1 and summary["messages"] == 4
     assert run_export(summary["session"])[-1]["content"] == "音樂類的觀看次數最多。"
+
+
+def test_a_session_whose_turns_interleave_exports_task_by_task_and_imports_again(db):
+    from office.models import Channel, Office
+
+    office = Office.objects.create(name="Acme", slug="acme-interleave")
+    channel = Channel.objects.create(office=office, kind=Channel.Kind.MAIN, name="main")
+    session = services.get_active_session(channel=channel)
+    first, _ = services.start_task(session=session, instruction="Look up the Q3 views")
+    services.append_message(
+        session=session, turn=1, role="assistant", coworker="mina",
+        tool_calls=[history.ToolCall(id="toolu_1", name="read_document", args={"title": "Q3"})],
+    )
+    services.start_task(session=session, instruction="And draft the newsletter")  # arrives while task 1 works
+    services.append_message(session=session, turn=1, role="tool", content="Music: 41%", tool_call_id="toolu_1", coworker="mina")
+    services.append_message(session=session, turn=1, role="assistant", content="Music has the most views.", coworker="mina")
+    services.append_message(session=session, turn=2, role="assistant", content="Here is the draft.", coworker="mina")
+
+    exported = "".join(services.export_session(session))
+    again = services.import_session(channel=channel, data=exported)
+
+    assert (again.tasks, again.messages, again.repaired_tool_calls) == (2, 6, ())
+    rebuilt = history.group_tasks(services.load_records(again.session))
+    assert [t.final_answer for t in rebuilt] == ["Music has the most views.", "Here is the draft."]
