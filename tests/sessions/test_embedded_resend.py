@@ -17,6 +17,7 @@ pytestmark = pytest.mark.django_db
 
 @pytest.fixture
 def extractions(no_background, monkeypatch, settings) -> list[int]:
+    settings.BACKGROUND_WORK = "inprocess"  # the embedded runner's path, on either database
     settings.CACHES = {"default": {**settings.CACHES["default"], "KEY_PREFIX": f"test-{uuid.uuid4().hex}"}}
     sent: list[int] = []
     monkeypatch.setattr("sessions.tasks.extract_task_memory.enqueue", sent.append)
