@@ -184,20 +184,23 @@ def find_recall_candidates(session: Session, instruction: str, *, through: int) 
     matched are grouped into their exchanges, and only those exchanges' words are read.
     """
     hits = search.search(
-        instruction, channel_ids=[session.channel_id], limit=RECALL_HITS, leave_out=(session.pk, through)
+        instruction,
+        channel_ids=[session.channel_id],
+        limit=RECALL_HITS,
+        leave_out=(session.pk, through),
+        with_matched=False,
     )
     scores: dict[tuple[int, int], float] = {}
-    matched: dict[tuple[int, int], set[str]] = {}
     for hit in hits:
         key = (hit.session_id, hit.turn)
         # An exchange is as good as its best message, and a little better for each other one that matched.
         best = scores.get(key)
         scores[key] = hit.score if best is None else max(best, hit.score) + 0.1 * min(best, hit.score)
-        matched.setdefault(key, set()).update(hit.matched)
     best_keys = sorted(scores, key=lambda k: (-scores[k], -k[0], -k[1]))[:RECALL_EXCHANGES]
     if not best_keys:
         return []
     said = exchanges(best_keys)
+    asked = {search.scoped(session.channel_id, term) for term in search.query_terms(instruction)}
     # The exchange before or after a found one comes along, a little below it, when it goes on
     # with its subject: a decision is often the exchange after the one that asked.
     for key in best_keys[:CONTINUED]:
@@ -205,7 +208,7 @@ def find_recall_candidates(session: Session, instruction: str, *, through: int) 
             if near in scores or near not in said or (near[0] == session.pk and near[1] > through):
                 continue
             if _continues(said[key], said[near]):
-                scores[near], matched[near] = CONTINUATION * scores[key], set()
+                scores[near] = CONTINUATION * scores[key]
                 best_keys.append(near)
     candidates = []
     for key in best_keys:
@@ -223,7 +226,7 @@ def find_recall_candidates(session: Session, instruction: str, *, through: int) 
                 score=scores[key],
                 when=_day(exchange.when),
                 earlier_session=key[0] != session.pk,
-                matched=tuple(sorted(matched[key])),
+                matched=tuple(sorted(w.split("x", 1)[1] for w in exchange.words & asked)),
                 # A question asked across two tasks: the reply this one answers, the user's answer to this reply.
                 before=previous.answer if previous and _asks(previous.answer) else "",
                 after=following.instruction if following and _asks(exchange.answer) else "",

@@ -109,11 +109,13 @@ def search(
     channel_ids: Sequence[int],
     limit: int,
     leave_out: tuple[int, int] | None = None,
+    with_matched: bool = True,
 ) -> list[Hit]:
     """The messages of these channels that best match `query`, best first, at most `limit`.
 
     `leave_out=(session_id, turn)` leaves out that session's tasks after `turn`: the ones
-    already in front of the model in full, and the current one.
+    already in front of the model in full, and the current one. `with_matched=False` leaves
+    each hit's `matched` empty.
     """
     terms = query_terms(query)
     if not terms or not channel_ids or limit <= 0:
@@ -129,7 +131,9 @@ def search(
     wanted = set(words)
     hits = []
     for message_id, session_id, channel_id, turn, role, score, entry_terms in rows:
-        matched = tuple(unscoped(word) for word in dict.fromkeys(entry_terms.split()) if word in wanted)
+        # Which query words a message holds: only the search box marks them (recall reads its
+        # exchanges' words anyway), and splitting every hit's words is most of a search's Python.
+        matched = tuple(unscoped(w) for w in dict.fromkeys(entry_terms.split()) if w in wanted) if with_matched else ()
         hits.append(Hit(str(uuid.UUID(str(message_id))), session_id, channel_id, turn, role, float(score), matched))
     return hits
 
