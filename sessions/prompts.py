@@ -272,7 +272,7 @@ def exchanges(keys: Sequence[tuple[int, int]], *, neighbours: int = CONTINUED) -
         f"(SELECT e.terms FROM {SearchEntry._meta.db_table} AS e WHERE e.message_id = m.id) "
         f"FROM {Message._meta.db_table} AS m "
         f"WHERE ({where.replace('session_id', 'm.session_id').replace('turn IN', 'm.turn IN')}) "
-        "AND m.role IN (%s, %s) ORDER BY m.session_id, m.turn, m.position"
+        "AND (m.role = %s OR (m.role = %s AND m.content <> '')) ORDER BY m.session_id, m.turn, m.position"
     )
     with connection.cursor() as cursor:
         cursor.execute(sql, [*params, Message.Role.USER, Message.Role.ASSISTANT])
