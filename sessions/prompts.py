@@ -260,7 +260,7 @@ def exchanges(keys: Sequence[tuple[int, int]], *, neighbours: int = CONTINUED) -
     for i, (session_id, turn) in enumerate(keys):
         wanted.setdefault(session_id, set()).update((turn - 1, turn, turn + 1) if i < neighbours else (turn,))
     where = " OR ".join(
-        f"(session_id = %s AND turn IN ({', '.join(['%s'] * len(turns))}))" for turns in wanted.values()
+        f"(m.session_id = %s AND m.turn IN ({', '.join(['%s'] * len(turns))}))" for turns in wanted.values()
     )
     params = [value for session_id, turns in wanted.items() for value in (session_id, *sorted(turns))]
     # The index words come along by the entry's unique message index (a join tempts PostgreSQL
@@ -271,7 +271,7 @@ def exchanges(keys: Sequence[tuple[int, int]], *, neighbours: int = CONTINUED) -
         f"CASE WHEN m.role = 'user' THEN m.created_at END, "
         f"(SELECT e.terms FROM {SearchEntry._meta.db_table} AS e WHERE e.message_id = m.id) "
         f"FROM {Message._meta.db_table} AS m "
-        f"WHERE ({where.replace('session_id', 'm.session_id').replace('turn IN', 'm.turn IN')}) "
+        f"WHERE ({where}) "
         "AND (m.role = %s OR (m.role = %s AND m.content <> '')) ORDER BY m.session_id, m.turn, m.position"
     )
     with connection.cursor() as cursor:
@@ -284,7 +284,7 @@ def exchanges(keys: Sequence[tuple[int, int]], *, neighbours: int = CONTINUED) -
         words = frozenset((terms or "").split())
         if role == Message.Role.USER:
             if now is None:  # the task's instruction: its first user message
-                found[key] = _Exchange(content, "", None, _as_datetime(created_at), words, words)
+                found[key] = _Exchange(content, "", None, _as_datetime(created_at), words, frozenset())
         elif now is not None and content.strip():  # the final reply: the last assistant text
             found[key] = _Exchange(now.instruction, content, coworker or now.coworker, now.when, now.asked, words)
     return found
