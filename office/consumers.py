@@ -392,16 +392,19 @@ def post_instruction(*, channel_id: int, user_id: int, text: str, client_id: str
         connections.close_all()
 
 
-def check_instruction_rate(user_id: int) -> None:
+def _within_rate(key: str, limit: int, doing: str, undone: str) -> None:
     """Per person, across all their tabs, channels and server processes (the cache is shared)."""
-    limit = settings.INSTRUCTIONS_PER_MINUTE
-    verdict = ratelimit.hit(f"instructions:{user_id}", limit=limit, period=60)
+    verdict = ratelimit.hit(key, limit=limit, period=60)
     if not verdict.allowed:
         raise FrameError(
             "rate_limited",
-            f"You are sending instructions faster than {limit} a minute, so this one was not sent. "
+            f"You are {doing} faster than {limit} a minute, so this one was not {undone}. "
             f"Try again in {ratelimit.wait_phrase(verdict.retry_after)}.",
         )
+
+
+def check_instruction_rate(user_id: int) -> None:
+    _within_rate(f"instructions:{user_id}", settings.INSTRUCTIONS_PER_MINUTE, "sending instructions", "sent")
 
 
 post_off_shared_thread = sync_to_async(post_instruction, thread_sensitive=False)
@@ -410,14 +413,7 @@ post_off_shared_thread = sync_to_async(post_instruction, thread_sensitive=False)
 def start_new_conversation(channel_id: int, user_id: int) -> None:
     # Each new conversation ends one and stores a session: counted per person like instructions,
     # so a script cannot fill the store with empty sessions.
-    limit = settings.NEW_SESSIONS_PER_MINUTE
-    verdict = ratelimit.hit(f"sessions:{user_id}", limit=limit, period=60)
-    if not verdict.allowed:
-        raise FrameError(
-            "rate_limited",
-            f"You are starting new conversations faster than {limit} a minute, so this one was not started. "
-            f"Try again in {ratelimit.wait_phrase(verdict.retry_after)}.",
-        )
+    _within_rate(f"sessions:{user_id}", settings.NEW_SESSIONS_PER_MINUTE, "starting new conversations", "started")
     nudge.start_new_conversation(channel=Channel.objects.get(pk=channel_id))
 
 
