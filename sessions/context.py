@@ -135,7 +135,7 @@ class RecallCandidate:
 
 # Recall keeps the exchanges scoring at least this share of the best one's score: below it, the
 # search is matching stray common words. Calibrated on bench_recall (docs/context.md, "Recall").
-RECALL_CUTOFF = 0.25
+RECALL_CUTOFF = 0.33
 # A recalled message longer than this keeps its head and tail (the rest is in the history).
 RECALL_MESSAGE_CHARS = 2_000
 
@@ -794,12 +794,14 @@ def select_recall(
 
     No fixed number: every exchange scoring at least RECALL_CUTOFF of the best one, while
     it fits. Left out: exchanges already in front of the model (`leave_out`: the detailed
-    window, kept tails), and an older exchange of a request made again (the latest counts).
+    window, kept tails), and an older copy of an exchange said again word for word (the
+    latest counts; the same request with another answer is another exchange: "Any news from
+    HR?" is answered differently each week).
     """
-    latest: dict[str, RecallCandidate] = {}
+    latest: dict[tuple[str, str], RecallCandidate] = {}
     for candidate in sorted(candidates, key=lambda c: c.key):
-        said = " ".join(candidate.instruction.lower().split()) or f"{candidate.key}"
-        latest[said] = candidate
+        said = (" ".join(candidate.instruction.lower().split()), " ".join(candidate.answer.lower().split()))
+        latest[said if any(said) else (f"{candidate.key}", "")] = candidate
     ranked = sorted(latest.values(), key=lambda c: (-c.score, -c.session, -c.turn))
     if not ranked or room <= 0:
         return []

@@ -24,10 +24,11 @@ from .services import records_of, task_messages
 
 # Recall reads the best this many matching messages, and at most this many of their exchanges:
 # far more than a prompt can hold, so the builder's budget and cut-off decide what is shown.
-RECALL_HITS = 60
-RECALL_EXCHANGES = 30
+RECALL_HITS = 100
+RECALL_EXCHANGES = 50
 # A neighbouring exchange that continues one of the best this many found scores this share of it.
 CONTINUED = 20
+SECOND_MESSAGE = 0.1
 CONTINUATION = 0.6
 # Memory is read newest first, pinned always; a prompt never needs more than this many items.
 MEMORY_ROWS = 200
@@ -195,7 +196,7 @@ def find_recall_candidates(session: Session, instruction: str, *, through: int) 
         key = (hit.session_id, hit.turn)
         # An exchange is as good as its best message, and a little better for each other one that matched.
         best = scores.get(key)
-        scores[key] = hit.score if best is None else max(best, hit.score) + 0.1 * min(best, hit.score)
+        scores[key] = hit.score if best is None else max(best, hit.score) + SECOND_MESSAGE * min(best, hit.score)
     best_keys = sorted(scores, key=lambda k: (-scores[k], -k[0], -k[1]))[:RECALL_EXCHANGES]
     if not best_keys:
         return []

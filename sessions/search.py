@@ -43,6 +43,9 @@ QUERY_TERMS = 24
 # (unless every word is): it says little about any one message, and scoring every message
 # that holds it is what would make a search of a long history slow.
 COMMON_WORD_MESSAGES = 150
+# A query of nothing but such words finds at most this many messages: it has little to go on,
+# and whatever it finds is a guess that should not fill a prompt or a page.
+COMMON_QUERY_HITS = 30
 
 
 def scoped(channel_id: int, term: str) -> str:
@@ -126,6 +129,8 @@ def search(
     words, newest = _informative(words, counts)
     if not words:
         return []
+    if newest:
+        limit = min(limit, COMMON_QUERY_HITS)
     search_rows = _search_postgres if postgres else _search_sqlite
     rows = search_rows(words, counts, limit, leave_out, newest)
     wanted = set(words)

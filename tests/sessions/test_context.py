@@ -394,12 +394,13 @@ def test_the_system_layer_has_nothing_that_changes_between_tasks():
     assert "Mina, Marketing lead at Acme" in context.render_system(system)
 
 
-def test_recall_shows_the_latest_answer_to_a_repeated_request_and_every_exchange_above_the_cut_off():
+def test_recall_keeps_each_answer_to_a_repeated_request_shows_a_word_for_word_repeat_once_and_stops_at_the_cut_off():
     candidates = (
         RecallCandidate(turn=3, instruction="Prepare the weekly support summary", answer="Week 1: 40 tickets.", score=8.0),
         RecallCandidate(turn=9, instruction="Prepare the weekly support summary", answer="Week 2: 55 tickets.", score=8.0),
         RecallCandidate(turn=5, instruction="Summarize the support tickets by plan", answer="Most came from Starter.", score=6.0),
         RecallCandidate(turn=7, instruction="Weekly support rota", answer="Omar covers weekend support.", score=5.0),
+        RecallCandidate(turn=11, instruction="Weekly support rota", answer="Omar covers weekend support.", score=5.0),
         RecallCandidate(turn=8, instruction="Book the team lunch", answer="Booked for Friday.", score=1.0),
     )
     prompt = build_prompt(
@@ -407,7 +408,10 @@ def test_recall_shows_the_latest_answer_to_a_repeated_request_and_every_exchange
     )
     recalled = prompt.report["layers"]["recalled"]["tasks"]
 
-    assert recalled == [5, 7, 9], "oldest first; task 3 was asked again at 9; task 8 falls below the cut-off"
+    assert recalled == [3, 5, 9, 11], (
+        "oldest first; both weeks' answers (they say different things); the rota said again at 11 "
+        "shown once, the latest; task 8 falls below the cut-off"
+    )
 
 
 # Tails: what a task was shown stays in front of it until the next fold --------------------
@@ -557,7 +561,7 @@ def test_a_kept_tail_never_takes_the_request_over_its_budget():
     assert all(whole(p).count("Lakeview Lodge. " * 15) == 1 for p in live.calls)
 
 
-def test_a_newer_answer_in_a_kept_tail_is_not_replaced_by_an_older_one():
+def test_an_old_and_a_new_answer_are_recalled_in_the_order_they_were_given_and_a_kept_tail_is_not_repeated():
     live = LiveSession(Policy(detailed_tasks=8, fold_batch=4))
     live.recall = (
         RecallCandidate(turn=3, instruction="Instruction: price of the Pro plan", answer="The Pro plan is $19."),
@@ -566,9 +570,11 @@ def test_a_newer_answer_in_a_kept_tail_is_not_replaced_by_an_older_one():
     live.run_task(1)
     following = live.build(2)
 
-    assert live.calls[0].report["recalled_tasks"] == [9]
-    assert following.report["recalled_tasks"] == []  # task 9's answer is right above, in task 1's tail
-    assert "$19" not in whole(following)
+    shown = live.calls[0].messages[live.calls[0].window_end + 1].content
+    assert live.calls[0].report["recalled_tasks"] == [3, 9]
+    assert shown.index("$19") < shown.index("$29 now"), "the model reads which price came last"
+    assert following.report["recalled_tasks"] == []  # both are right above, in task 1's tail
+    assert whole(following).count("$29 now") == 1
 
 
 def test_a_kept_tail_listing_memory_since_forgotten_or_changed_goes():

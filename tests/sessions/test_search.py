@@ -103,6 +103,16 @@ def test_a_very_common_word_is_left_out_unless_nothing_else_is_left(direct_chann
     }
 
 
+def test_a_query_of_nothing_but_common_words_finds_only_a_few_messages(direct_channel, monkeypatch):
+    monkeypatch.setattr(search, "COMMON_WORD_MESSAGES", 5)
+    monkeypatch.setattr(search, "COMMON_QUERY_HITS", 2)
+    for n in range(8):
+        said(direct_channel, f"Weekly update number {n}")
+
+    assert len(search.search("weekly update", channel_ids=[direct_channel.pk], limit=50)) == 2
+    assert len(search.search("weekly number 7", channel_ids=[direct_channel.pk], limit=50)) == 1, "a rare word: no cap"
+
+
 def test_the_best_match_comes_first(direct_channel):
     said(direct_channel, "The plan for the launch party")
     said(direct_channel, "The Team plan costs $29: the Team plan price is final")
