@@ -11,6 +11,7 @@ import logging
 import re
 from collections.abc import Sequence
 
+from django.conf import settings
 from django.db import transaction
 from langchain_core.messages import HumanMessage
 
@@ -76,7 +77,7 @@ def close_meeting(task: Task, provider: Provider | None = None) -> dict:
             purpose="fold",
             system=(NOTES_INSTRUCTIONS.format(max_chars=max_chars),),
             messages=(HumanMessage(records.transcript(user_label="Agenda")),),
-            model="claude-haiku-4-5",
+            model=settings.SUMMARY_MODEL,
             max_output_tokens=1_500,
             payload={"previous": "", "tasks": [records], "max_chars": max_chars, "multi_speaker": True},
         )
