@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import date, timedelta
-from decimal import Decimal
+from decimal import ROUND_HALF_UP, Decimal
 
 # The ranges people can choose, in the order the page offers them.
 RANGES = {"week": "This week", "month": "This month", "30d": "Last 30 days"}
@@ -126,7 +126,8 @@ def format_share(share: float | None) -> str:
 
 def format_cost(cost: Decimal, unpriced: int = 0) -> str:
     """Dollars with cents; under a cent shows more digits, so small test runs do not all read $0.00."""
-    text = f"${cost:,.2f}" if cost == 0 or cost >= Decimal("0.01") else f"${cost:,.4f}"
+    places = Decimal("0.01") if cost == 0 or cost >= Decimal("0.01") else Decimal("0.0001")
+    text = f"${cost.quantize(places, rounding=ROUND_HALF_UP):,}"
     return text + (" + unpriced calls" if unpriced else "")
 
 

@@ -220,3 +220,27 @@ def test_it_lists_policies_in_plain_words_with_the_office_default_model(admin_cl
     assert f"default ({settings.REPLY_MODEL})" in page
     change = admin_client.get(admin_url(ContextPolicy, "change", ContextPolicy.objects.get(channel_kind="direct").pk))
     assert "How many of the latest tasks the coworker reads word for word" in change.content.decode()
+
+
+def test_the_demo_admin_tunes_a_budget_and_the_next_prompt_uses_it(client, settings, frames, no_background):
+    """What a newcomer does after `make run`: sign in as demo, open the policy in admin, lower a budget."""
+    from django.core.management import call_command
+
+    from coworkers.providers.offline import OfflineResponder
+    from office.models import Channel
+    from sessions import pipeline
+
+    settings.DEBUG = True
+    call_command("seed_demo", stdout=open("/dev/null", "w"))
+    assert client.login(username="demo", password="demo")
+    policy = ContextPolicy.objects.get(channel_kind="direct")
+    assert client.get(admin_url(ContextPolicy, "changelist")).status_code == 200
+
+    response = edit_policy_page(client, policy, memory_chars=2_500, detailed_chars=12_000)
+
+    assert response.status_code == 302
+    mina = Channel.objects.get(kind=Channel.Kind.DIRECT, coworker__slug="mina")
+    task = pipeline.post_instruction(channel=mina, text="What do we know about the launch?", provider=OfflineResponder())
+    done = pipeline.run_task(task.pk, provider=OfflineResponder())
+    assert done.prompt_report["layers"]["memory"]["budget"] == 2_500
+    assert done.prompt_report["layers"]["recent"]["budget"] == 12_000
