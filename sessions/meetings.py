@@ -67,8 +67,8 @@ def start_meeting(
 def close_meeting(task: Task, provider: Provider | None = None) -> dict:
     """Write the notes, remember the decisions and start the follow-ups. Runs once per meeting task."""
     channel = task.session.channel
-    if Message.objects.filter(session=task.session, turn=task.turn, role=Message.Role.NOTICE).exists():
-        return {}  # already closed (a second delivery)
+    if Message.objects.filter(session=task.session, turn=task.turn, role=Message.Role.NOTICE, content__startswith="Meeting notes").exists():
+        return {}  # already closed (a second delivery); another notice (a spending limit reached) is not the notes
     records = history.TaskRecords(task.turn, tuple(record_from_row(row) for row in task_messages(task.session, turn=task.turn)))
     provider = provider or get_provider()
     max_chars = 3_000

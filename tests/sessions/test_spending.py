@@ -97,3 +97,23 @@ def test_offline_work_costs_nothing_and_never_reaches_a_limit(direct_channel, mi
     calls = ModelCall.objects.filter(coworker=mina)
     assert calls.count() == 2 and all(c.cost_usd == 0 and c.input_tokens > 0 for c in calls)
     assert not Message.objects.filter(role=Message.Role.NOTICE, content__contains="spending limit").exists()
+
+
+def test_a_meeting_still_ends_with_its_notes_when_a_participant_is_over_the_limit(office, mina, theo, frames, no_background):
+    from sessions import meetings
+
+    ModelCall.objects.create(office=office, coworker=mina, coworker_slug="mina", provider="claude", cost_usd=Decimal("9"))
+    mina.monthly_limit_usd = Decimal("5")
+    mina.save()
+    provider = ScriptedProvider([Reply("I'll fix the invite link by Friday."), Reply("## Decisions\n- (task 1, Theo) Ship on Friday.\n")])
+    channel, task = meetings.start_meeting(
+        office=office, title="Sync", agenda="The invite link.", participants=[mina, theo], rounds=1, provider=provider
+    )
+
+    done = pipeline.run_task(task.pk, provider=provider)
+
+    notices = [text for role, _, text in said(done) if role == "notice"]
+    assert len(notices) == 2
+    assert notices[0].startswith("Mina has reached this month's spending limit")
+    assert notices[1].startswith("Meeting notes") and "Ship on Friday" in notices[1]
+    assert len(provider.requests) == 2, "Theo's turn and the notes; none for Mina"
