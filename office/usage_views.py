@@ -39,15 +39,15 @@ def usage(request: HttpRequest, slug: str) -> HttpResponse:
     spent = month_to_date(office_id=office.pk)
 
     people = []
-    for slug_ in figures.coworkers:
-        coworker = by_slug.get(slug_)
-        totals = figures.by_coworker[slug_]
+    for coworker_slug in figures.coworkers:
+        coworker = by_slug.get(coworker_slug)
+        totals = figures.by_coworker[coworker_slug]
         limit = coworker.monthly_limit_usd if coworker else None
-        month = spent.get(slug_, Decimal("0"))
+        month = spent.get(coworker_slug, Decimal("0"))
         people.append(
             {
-                "slug": slug_,
-                "name": coworker.name if coworker else slug_,
+                "slug": coworker_slug,
+                "name": coworker.name if coworker else coworker_slug,
                 "role": coworker.role if coworker else "no longer in this office",
                 "colour": coworker.colour if coworker else charts.FALLBACK_COLOUR,
                 "totals": totals,
@@ -70,15 +70,13 @@ def usage(request: HttpRequest, slug: str) -> HttpResponse:
     ]
     labels = [f"{day:%a} {day.day}" if len(figures.days) <= 10 else f"{day:%b} {day.day}" for day in figures.days]
 
-    def bars(value, label):
-        return [
-            [
-                charts.Segment(p["name"], p["colour"], value(t), label(t))
-                for p in people
-                if (t := figures.by_day_and_coworker.get((day, p["slug"]))) is not None
-            ]
-            for day in figures.days
-        ]
+    def bars(value, label) -> list[list[charts.Segment]]:
+        """Each day's bar: one segment per coworker who worked that day, in the legend's order."""
+        days_bars = []
+        for day in figures.days:
+            worked = [(p, figures.by_day_and_coworker.get((day, p["slug"]))) for p in people]
+            days_bars.append([charts.Segment(p["name"], p["colour"], value(t), label(t)) for p, t in worked if t])
+        return days_bars
 
     token_chart = charts.stacked_bars(
         title=f"Tokens per day, {chosen.label.lower()}, by coworker",
