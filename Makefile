@@ -10,7 +10,7 @@ PORT ?= 8000
 .PHONY: run prod test install install-test migrate seed clean
 
 run: install migrate seed
-	@echo "Virtual Office: http://$(HOST):$(PORT)/  (demo user: demo / demo)"
+	@echo "Virtual Office: http://$(HOST):$(PORT)/  (demo user: demo / demo, also an admin at /admin/)"
 	$(BIN)/daphne -b $(HOST) -p $(PORT) office.asgi:application
 
 # The production topology (Daphne processes, Celery workers and beat under supervisord)

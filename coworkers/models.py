@@ -1,6 +1,8 @@
 """The AI colleagues of an office."""
 
-from django.core.validators import RegexValidator
+from decimal import Decimal
+
+from django.core.validators import MinValueValidator, RegexValidator
 from django.db import models
 
 hex_colour = RegexValidator(r"^#[0-9a-fA-F]{6}$", "Use a colour like #3b82f6.")
@@ -18,6 +20,12 @@ class Coworker(models.Model):
         max_length=100, blank=True, help_text="Model name for replies; empty uses the context policy's."
     )
     colour = models.CharField(max_length=7, default="#6366f1", validators=[hex_colour])
+    monthly_limit_usd = models.DecimalField(
+        "monthly spending limit (US$)", max_digits=9, decimal_places=2, null=True, blank=True,
+        validators=[MinValueValidator(Decimal("0"))],
+        help_text="Once this calendar month's replies (UTC) have cost this much, the coworker stops answering "
+        "and says so, until the month ends or the limit is raised. Empty: no limit.",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

@@ -11,6 +11,7 @@ import logging
 import re
 from collections.abc import Sequence
 
+from django.conf import settings
 from langchain_core.messages import HumanMessage
 
 from office.models import Channel
@@ -21,7 +22,6 @@ from .providers import CompletionRequest, Provider, ProviderError
 log = logging.getLogger(__name__)
 
 MENTION = re.compile(r"(?<![\w@])@([\w.-]+)")
-ROUTER_MODEL = "claude-haiku-4-5"
 
 ROUTER_INSTRUCTIONS = """You route instructions in a virtual office to the coworkers best placed to answer.
 Reply with JSON only: a list of coworker slugs, best first (usually one). In an all-hands channel,
@@ -69,7 +69,7 @@ def _route(channel: Channel, text: str, team: Sequence[Coworker], provider: Prov
         purpose="route",
         system=(ROUTER_INSTRUCTIONS,),
         messages=(HumanMessage(_describe(channel, text, team)),),
-        model=ROUTER_MODEL,
+        model=settings.ROUTER_MODEL,
         max_output_tokens=100,
         payload={
             "instruction": text,

@@ -115,7 +115,8 @@ PROJECT_CHANNEL = {
 }
 
 DEMO_USERNAME = "demo"
-# Never a real account: created only when settings.DEBUG is on.
+# Never a real account: created only when settings.DEBUG is on. In the demo it is also an admin (staff
+# and superuser), so the budgets and spending limits can be tried in /admin/ with the same sign-in.
 DEMO_PASSWORD = "demo"
 
 
@@ -128,12 +129,16 @@ class SeedResult:
     channels: int = 0
     users: int = 0
     memberships: int = 0
+    # 1 when the demo user was made an admin (created so, or an older demo user promoted).
+    admins: int = 0
     # True when DEBUG was off, so no demo user (and no demo login) was created.
     demo_user_skipped: bool = False
+    # True when DEBUG was off and a demo login left from a development run was switched off.
+    demo_login_disabled: bool = False
 
     @property
     def created(self) -> int:
-        return self.offices + self.coworkers + self.channels + self.users + self.memberships
+        return self.offices + self.coworkers + self.channels + self.users + self.memberships + self.admins
 
 
 @transaction.atomic
@@ -175,19 +180,41 @@ def seed_demo_office() -> SeedResult:
 
     if not settings.DEBUG:
         return SeedResult(
-            offices=offices, coworkers=created_coworkers, channels=created_channels, demo_user_skipped=True
+            offices=offices, coworkers=created_coworkers, channels=created_channels, demo_user_skipped=True,
+            demo_login_disabled=disable_demo_login(),
         )
 
     user, users = _get_or_create(User, username=DEMO_USERNAME)
     if users:
         user.set_password(DEMO_PASSWORD)
         user.save(update_fields=["password"])
+    admins = 0
+    if not (user.is_staff and user.is_superuser):
+        # Also a demo user from before the demo had an admin: "tune a budget in admin" must work for it too.
+        user.is_staff = user.is_superuser = True
+        user.save(update_fields=["is_staff", "is_superuser"])
+        admins = 1
     _, memberships = _get_or_create(
         Membership, office=office, user=user, defaults={"role": Membership.Role.OWNER}
     )
     return SeedResult(
-        offices=offices, coworkers=created_coworkers, channels=created_channels, users=users, memberships=memberships
+        offices=offices, coworkers=created_coworkers, channels=created_channels, users=users,
+        memberships=memberships, admins=admins,
     )
+
+
+def disable_demo_login() -> bool:
+    """With DEBUG off, a demo account that still signs in with the demo password (left by a development
+    run on this database) loses that password and any admin rights: demo/demo must never open a
+    production office, let alone its admin. An account called demo with a password of its own is
+    someone's real account and is left alone. True when there was one to switch off."""
+    user = User.objects.filter(username=DEMO_USERNAME).first()
+    if user is None or not user.check_password(DEMO_PASSWORD):
+        return False
+    user.set_unusable_password()
+    user.is_staff = user.is_superuser = False
+    user.save(update_fields=["password", "is_staff", "is_superuser"])
+    return True
 
 
 def _get_or_create(model, defaults: dict | None = None, **natural_key):

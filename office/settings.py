@@ -252,12 +252,30 @@ LOGGING = {
 # points the SDK at any compatible server); without it, the offline responder answers.
 ANTHROPIC_TIMEOUT_SECONDS = float(env("ANTHROPIC_TIMEOUT_SECONDS", "120"))
 ANTHROPIC_MAX_RETRIES = int(env("ANTHROPIC_MAX_RETRIES", "2"))
-# US dollars per million tokens: input, cache write, cache read, output. A model that is
-# not listed is recorded with its tokens and no cost.
+# The Claude models, in this one place: which model does what, and each model's list price in US
+# dollars per million tokens (input, 5-minute cache write, cache read, output; Anthropic's published
+# prices on 2026-12-01). Everything else reads these: the context policies' model fields inherit
+# REPLY_MODEL and SUMMARY_MODEL when empty, the router uses ROUTER_MODEL, and the cost of each call is
+# priced here (a model that is not listed is recorded with its tokens and no cost: unknown is not free).
+# "long_prompt": a model priced by prompt length charges those prices, on the whole call, when its
+# prompt (input, cache writes and reads) is above `above_tokens`.
+REPLY_MODEL = env("REPLY_MODEL", "claude-sonnet-4-6")
+SUMMARY_MODEL = env("SUMMARY_MODEL", "claude-haiku-4-5")  # rolling summaries, memory, meeting notes
+ROUTER_MODEL = env("ROUTER_MODEL", "claude-haiku-4-5")  # who answers in shared channels
 MODEL_PRICES = {
-    "claude-opus-4-1": {"input": 15.0, "cache_write": 18.75, "cache_read": 1.50, "output": 75.0},
+    "claude-opus-5-5": {"input": 4.0, "cache_write": 5.0, "cache_read": 0.20, "output": 20.0},
+    "claude-opus-5": {"input": 5.0, "cache_write": 6.25, "cache_read": 0.50, "output": 25.0},
+    "claude-opus-4-8": {"input": 5.0, "cache_write": 6.25, "cache_read": 0.50, "output": 25.0},
+    "claude-opus-4-7": {"input": 5.0, "cache_write": 6.25, "cache_read": 0.50, "output": 25.0},
+    "claude-opus-4-6": {"input": 5.0, "cache_write": 6.25, "cache_read": 0.50, "output": 25.0},
+    "claude-opus-4-5": {"input": 5.0, "cache_write": 6.25, "cache_read": 0.50, "output": 25.0},
+    "claude-sonnet-5-5": {"input": 2.0, "cache_write": 2.50, "cache_read": 0.10, "output": 10.0},
+    "claude-sonnet-5": {"input": 2.0, "cache_write": 2.50, "cache_read": 0.20, "output": 10.0},
     "claude-sonnet-4-6": {"input": 3.0, "cache_write": 3.75, "cache_read": 0.30, "output": 15.0},
-    "claude-sonnet-4-5": {"input": 3.0, "cache_write": 3.75, "cache_read": 0.30, "output": 15.0},
+    "claude-haiku-5-5": {
+        "input": 0.10, "cache_write": 0.125, "cache_read": 0.01, "output": 0.50,
+        "long_prompt": {"above_tokens": 100_000, "input": 0.50, "cache_write": 0.625, "cache_read": 0.05, "output": 2.50},
+    },
     "claude-haiku-4-5": {"input": 1.0, "cache_write": 1.25, "cache_read": 0.10, "output": 5.0},
 }
 

@@ -7,21 +7,25 @@ ContextPolicy.clean().
 
 import json
 
+from django.conf import settings
 from django.contrib import admin
+from django.core.exceptions import NON_FIELD_ERRORS, ValidationError
 from django.db.models.functions import Substr
 from django.urls import reverse
 from django.utils.html import format_html, format_html_join
 from django.utils.http import urlencode
-from django.utils.text import Truncator
+from django.utils.text import Truncator, capfirst
 
 from office.admin import AppendOnlyAdmin, DeletesWholeSessions, ReadOnlyAdmin
 
 from . import policy as policy_rules
-from .models import ContextPolicy, MemoryEvent, MemoryItem, Message, SearchEntry, Session, SummaryVersion, Task
+from .models import ContextPolicy, MemoryEvent, MemoryItem, Message, ModelCall, SearchEntry, Session, SummaryVersion, Task
 
 # The session page renders at most this many messages, so a long session's page stays fast.
 CHAIN_LIMIT = 500
 CONTENT_CHARS = 400
+# The budgets the policy list shows and edits in place (all of them are on each policy's page).
+LIST_BUDGETS = ("detailed_tasks", "detailed_chars", "summary_chars", "memory_chars", "nudge_after_tasks")
 
 
 def messages_url(session_id: int, **filters) -> str:
@@ -195,17 +199,45 @@ class MemoryItemAdmin(admin.ModelAdmin):
     fields += readonly_fields
 
 
+def rows_that_name_hidden_fields(form_class):
+    """The list's row form, except that a problem clean() reports on a field the list does not show
+    (lowering "recent tasks in full" below "tasks summarized at once" names the latter) becomes the
+    row's own error, naming that field, instead of Django's "has no field named" crash."""
+
+    class RowForm(form_class):
+        def add_error(self, field, error):
+            if field is None and isinstance(error, ValidationError) and hasattr(error, "error_dict"):
+                shown = {name: e for name, e in error.error_dict.items() if name in self.fields or name == NON_FIELD_ERRORS}
+                hidden = [
+                    f"{capfirst(ContextPolicy._meta.get_field(name).verbose_name)}: {message}"
+                    for name, errors in error.error_dict.items()
+                    if name not in shown
+                    for message in ValidationError(errors).messages
+                ]
+                if hidden:
+                    super().add_error(None, hidden)
+                if shown:
+                    super().add_error(None, ValidationError(shown))
+                return
+            super().add_error(field, error)
+
+    return RowForm
+
+
 @admin.register(ContextPolicy)
 class ContextPolicyAdmin(admin.ModelAdmin):
-    """Budgets editable straight from the list; ContextPolicy.clean() rejects bad values
-    (list_editable forms are ModelForms, so full_clean runs clean() for each changed row)."""
+    """Budgets that shape every prompt. The list shows the ones people tune most, editable in place, and
+    fits a laptop screen; the change page groups every field, each with what it means.
 
-    list_display = ["__str__", *policy_rules.BUDGET_FIELDS, "reply_model", "summary_model", "updated_at"]
+    ContextPolicy.clean() rejects bad values (list_editable forms are ModelForms, so full_clean runs clean()
+    for each changed row).
+    """
+
+    # No filter sidebar and no "updated" column: with Django's navigation open, a 1440 px screen leaves
+    # the list about 1,000 px, and a policy's page has the rest.
+    list_display = ["__str__", *LIST_BUDGETS, "show_reply_model"]
     list_display_links = ["__str__"]
-    # Every budget is editable: clean() reports its errors per budget field, and the
-    # form must have each such field to show them.
-    list_editable = list(policy_rules.BUDGET_FIELDS)
-    list_filter = ["channel_kind"]
+    list_editable = list(LIST_BUDGETS)
     search_fields = ["coworker__name", "channel__name"]
     autocomplete_fields = ["coworker", "channel"]
     list_select_related = ["coworker", "channel__office"]
@@ -215,13 +247,37 @@ class ContextPolicyAdmin(admin.ModelAdmin):
             "Applies to",
             {
                 "fields": ["channel_kind", "coworker", "channel"],
-                "description": "Exactly one: a channel kind (sets every budget), or an override for one "
-                "coworker or one channel (empty budgets inherit). Changes apply from the next task.",
+                "description": "Exactly one: a kind of channel (it sets every budget), or an override for one "
+                "coworker or one channel (leave a budget empty to keep the kind's). Changes apply from the next task.",
             },
         ),
-        ("Budgets", {"fields": list(policy_rules.BUDGET_FIELDS)}),
+        (
+            "What the coworker reads in full",
+            {
+                "fields": ["detailed_tasks", "detailed_chars", "tool_digest_chars"],
+                "description": "The latest tasks, word for word, tool results included.",
+            },
+        ),
+        (
+            "What is summarized or remembered",
+            {
+                "fields": ["fold_batch", "summary_chars", "memory_chars", "recall_chars"],
+                "description": "Older tasks become a summary; remembered facts and relevant earlier talk come along.",
+            },
+        ),
+        ("Conversation and reply", {"fields": ["nudge_after_tasks", "max_output_tokens"]}),
         ("Models", {"fields": [*policy_rules.MODEL_FIELDS, "updated_at"]}),
     ]
+
+    class Media:
+        css = {"all": ["css/admin-policies.css"]}
+
+    def get_changelist_form(self, request, **kwargs):
+        return rows_that_name_hidden_fields(super().get_changelist_form(request, **kwargs))
+
+    @admin.display(description="reply model", ordering="reply_model")
+    def show_reply_model(self, policy: ContextPolicy) -> str:
+        return policy.reply_model or f"default ({settings.REPLY_MODEL})"
 
     def formfield_for_dbfield(self, db_field, request, **kwargs):
         field = super().formfield_for_dbfield(db_field, request, **kwargs)
@@ -229,7 +285,24 @@ class ContextPolicyAdmin(admin.ModelAdmin):
             # A hint for the browser only; clean() stays the check, with the message people read.
             low, high = policy_rules.RANGES[db_field.name]
             field.widget.attrs.update({"min": low, "max": high})
+            field.help_text = f"{field.help_text} From {low:,} to {high:,}."
+        elif db_field.name in policy_rules.MODEL_FIELDS:
+            default = settings.REPLY_MODEL if db_field.name == "reply_model" else settings.SUMMARY_MODEL
+            field.help_text = f"{db_field.help_text[:-1]} ({default}). Any Claude model name, e.g. one of: {', '.join(settings.MODEL_PRICES)}."
         return field
+
+
+@admin.register(ModelCall)
+class ModelCallAdmin(ReadOnlyAdmin, admin.ModelAdmin):
+    """Every model call of a reply: tokens and cost, read-only (the usage page and spending limits add them up)."""
+
+    list_display = ["created_at", "coworker_slug", "office", "model", "input_tokens", "cache_read_tokens", "output_tokens", "cost_usd"]
+    list_filter = ["office", "provider", "model"]
+    search_fields = ["coworker_slug", "task__id__exact"]
+    raw_id_fields = ["task", "coworker"]
+    list_select_related = ["office"]
+    date_hierarchy = "created_at"
+    show_full_result_count = False
 
 
 @admin.register(SummaryVersion)

@@ -11,6 +11,7 @@ import logging
 import re
 from collections.abc import Sequence
 
+from django.conf import settings
 from django.db import transaction
 from langchain_core.messages import HumanMessage
 
@@ -66,8 +67,8 @@ def start_meeting(
 def close_meeting(task: Task, provider: Provider | None = None) -> dict:
     """Write the notes, remember the decisions and start the follow-ups. Runs once per meeting task."""
     channel = task.session.channel
-    if Message.objects.filter(session=task.session, turn=task.turn, role=Message.Role.NOTICE).exists():
-        return {}  # already closed (a second delivery)
+    if Message.objects.filter(session=task.session, turn=task.turn, role=Message.Role.NOTICE, content__startswith="Meeting notes").exists():
+        return {}  # already closed (a second delivery); another notice (a spending limit reached) is not the notes
     records = history.TaskRecords(task.turn, tuple(record_from_row(row) for row in task_messages(task.session, turn=task.turn)))
     provider = provider or get_provider()
     max_chars = 3_000
@@ -76,7 +77,7 @@ def close_meeting(task: Task, provider: Provider | None = None) -> dict:
             purpose="fold",
             system=(NOTES_INSTRUCTIONS.format(max_chars=max_chars),),
             messages=(HumanMessage(records.transcript(user_label="Agenda")),),
-            model="claude-haiku-4-5",
+            model=settings.SUMMARY_MODEL,
             max_output_tokens=1_500,
             payload={"previous": "", "tasks": [records], "max_chars": max_chars, "multi_speaker": True},
         )

@@ -257,17 +257,47 @@ class ContextPolicy(models.Model):
 
     # Plain integers: the ranges in sessions/policy.py give the messages people see
     # (a positive-integer field would answer "must be ≥ 0" for a zero budget).
-    detailed_tasks = models.IntegerField(null=True, blank=True)
-    detailed_chars = models.IntegerField(null=True, blank=True)
-    fold_batch = models.IntegerField(null=True, blank=True)
-    summary_chars = models.IntegerField(null=True, blank=True)
-    memory_chars = models.IntegerField(null=True, blank=True)
-    tool_digest_chars = models.IntegerField(null=True, blank=True)
-    nudge_after_tasks = models.IntegerField(null=True, blank=True)
-    max_output_tokens = models.IntegerField(null=True, blank=True)
-    recall_chars = models.IntegerField(null=True, blank=True, help_text="0 turns relevance recall off.")
-    reply_model = models.CharField(max_length=100, blank=True)
-    summary_model = models.CharField(max_length=100, blank=True)
+    detailed_tasks = models.IntegerField(
+        "recent tasks in full", null=True, blank=True,
+        help_text="How many of the latest tasks the coworker reads word for word, as long as they fit the room below.",
+    )
+    detailed_chars = models.IntegerField(
+        "room for recent tasks", null=True, blank=True,
+        help_text="In characters (about 4 make a token). Older tasks are summarized instead.",
+    )
+    fold_batch = models.IntegerField(
+        "tasks summarized at once", null=True, blank=True,
+        help_text="When recent tasks overflow, this many of the oldest move into the summary together. "
+        "1 keeps exactly the latest tasks; a larger batch keeps the start of each prompt the same for longer, "
+        "which the model provider bills less for.",
+    )
+    summary_chars = models.IntegerField(
+        "room for the summary", null=True, blank=True,
+        help_text="In characters: the most the summary of older tasks may take.",
+    )
+    memory_chars = models.IntegerField(
+        "room for memory", null=True, blank=True,
+        help_text="In characters: remembered facts, pinned ones first, then the most relevant.",
+    )
+    tool_digest_chars = models.IntegerField(
+        "old tool results cut to", null=True, blank=True,
+        help_text="In characters. When recent tasks do not fit, what tools returned in them is shortened to this first.",
+    )
+    nudge_after_tasks = models.IntegerField(
+        "suggest a new conversation after", null=True, blank=True,
+        help_text="After this many tasks in one conversation, people are offered (once) to start a new one.",
+    )
+    max_output_tokens = models.IntegerField(
+        "longest reply", null=True, blank=True, help_text="In tokens (a token is about three quarters of a word)."
+    )
+    recall_chars = models.IntegerField(
+        "room for recalled talk", null=True, blank=True,
+        help_text="In characters: earlier exchanges that bear on the request, found by search. 0 turns this off.",
+    )
+    reply_model = models.CharField(max_length=100, blank=True, help_text="Empty: the office's reply model.")
+    summary_model = models.CharField(
+        max_length=100, blank=True, help_text="For summaries and memory. Empty: the office's summary model."
+    )
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
@@ -380,3 +410,39 @@ class SearchEntry(models.Model):
 
     class Meta:
         indexes = [models.Index(fields=["channel", "session", "turn"], name="search_entry_place")]
+
+
+class ModelCall(models.Model):
+    """One model call made for a coworker's reply: its tokens and what it cost, kept for usage and limits.
+
+    Written as each step of a reply is stored. Kept when the session or the coworker is deleted (the
+    money was spent), so a month's spending cannot be reset by deleting history. `coworker_slug` says
+    who it was for even then. Offline calls cost 0: no model was called.
+    """
+
+    office = models.ForeignKey("office.Office", on_delete=models.CASCADE, related_name="model_calls")
+    coworker = models.ForeignKey(
+        "coworkers.Coworker", null=True, blank=True, on_delete=models.SET_NULL, related_name="model_calls"
+    )
+    coworker_slug = models.CharField(max_length=60)
+    task = models.ForeignKey(Task, null=True, blank=True, on_delete=models.SET_NULL, related_name="model_calls")
+    provider = models.CharField(max_length=40)
+    model = models.CharField(max_length=100, blank=True)
+    input_tokens = models.PositiveIntegerField(default=0)
+    cache_write_tokens = models.PositiveIntegerField(default=0)
+    cache_read_tokens = models.PositiveIntegerField(default=0)
+    output_tokens = models.PositiveIntegerField(default=0)
+    # None: a model with no price in settings.MODEL_PRICES (its tokens still count).
+    cost_usd = models.DecimalField(max_digits=10, decimal_places=6, null=True, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["-created_at"]
+        indexes = [
+            # The usage page (an office's calls over a range of days) and the monthly limit (one coworker's).
+            models.Index(fields=["office", "created_at"], name="model_call_office_time"),
+            models.Index(fields=["coworker", "created_at"], name="model_call_coworker_time"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.coworker_slug} · {self.model or self.provider} · {self.created_at:%Y-%m-%d %H:%M}"

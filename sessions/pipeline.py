@@ -30,7 +30,7 @@ from coworkers.routing import choose_responders
 from office import background, events, rendering
 from office.models import Channel
 
-from . import context, prompts, services, upkeep
+from . import context, prompts, services, spending, upkeep
 from .models import Message, Task
 
 log = logging.getLogger(__name__)
@@ -278,6 +278,11 @@ def work_as(task: Task, slug: str, provider: Provider) -> str:
     coworker = Coworker.objects.filter(office_id=channel.office_id, slug=slug).first()
     if coworker is None:
         raise ProviderError(f"The coworker “{slug}” is no longer part of this office.")
+    refusal = spending.limit_refusal(coworker)
+    if refusal:
+        # Over the month's limit: no model call, and the person reads why instead of a failure.
+        say_once(task, slug, refusal)
+        return Task.Status.DONE
     policy = prompts.resolve_policy(channel, coworker)
     tool_context = tools.ToolContext(
         office_id=channel.office_id, channel_id=channel.pk, session_id=session.pk, task_id=task.pk, turn=task.turn, coworker=slug
@@ -319,7 +324,7 @@ def work_as(task: Task, slug: str, provider: Provider) -> str:
             # Checked right before storing: a stale (or interrupted) attempt adds nothing.
             raise Interrupted() if stopped.interrupted else Superseded()
         renew_lease(task)
-        store_reply(task, slug, completion, provider)
+        store_reply(task, slug, completion, provider, coworker=coworker)
         if completion.stop_reason == "stopped" or stopped():
             return stopped.outcome()
         if not completion.tool_calls:
@@ -347,8 +352,17 @@ def cache_breakpoints(prompt: context.Prompt) -> tuple[int, ...]:
     return tuple(sorted({index for index in (prompt.window_end, len(prompt.messages) - 1) if index >= 0}))
 
 
-def store_reply(task: Task, slug: str, completion: Completion, provider: Provider) -> None:
-    """Store one model step (text and tool calls) and add its usage and cost to the task."""
+def say_once(task: Task, slug: str, text: str) -> None:
+    """A notice under the task (shown to people, never sent to a model), once even if the task is resumed."""
+    if services.task_messages(task.session, turn=task.turn).filter(role=Message.Role.NOTICE, content=text).exists():
+        return
+    message = services.append_message(session=task.session, turn=task.turn, role=Message.Role.NOTICE, content=text, coworker=slug)
+    events.send_event(task.session.channel_id, "message", message=message_json(message))
+
+
+def store_reply(task: Task, slug: str, completion: Completion, provider: Provider, *, coworker: Coworker | None = None) -> None:
+    """Store one model step (text and tool calls) and add its usage and cost to the task (and to the
+    coworker's usage, call by call)."""
     if completion.text.strip() or completion.tool_calls:
         message = services.append_message(
             session=task.session, turn=task.turn, role=Message.Role.ASSISTANT, content=completion.text,
@@ -356,6 +370,8 @@ def store_reply(task: Task, slug: str, completion: Completion, provider: Provide
         )
         events.send_event(task.session.channel_id, "message", message=message_json(message))
     usage = completion.usage
+    if usage.total_input_tokens or usage.output_tokens:
+        spending.record_call(task=task, coworker=coworker, slug=slug, completion=completion, provider=provider)
     cost = cost_usd(completion.model, usage, settings.MODEL_PRICES)
     Task.objects.filter(pk=task.pk).update(
         provider=provider.name,

@@ -36,8 +36,9 @@ class Policy:
     nudge_after_tasks: int = 20
     max_output_tokens: int = 2_048
     recall_chars: int = 3_000
-    reply_model: str = "claude-sonnet-4-6"
-    summary_model: str = "claude-haiku-4-5"
+    # Empty: the office's models (settings.REPLY_MODEL, SUMMARY_MODEL), filled in by prompts.resolve_policy.
+    reply_model: str = ""
+    summary_model: str = ""
 
 
 def default_policy(channel_kind: str) -> Policy:

@@ -7,9 +7,10 @@ finds: a constant number of queries, at task 10 or task 10,000.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 
+from django.conf import settings
 from django.db import connection
 from django.db.models import Q
 from django.utils import timezone
@@ -40,7 +41,7 @@ def resolve_policy(channel: Channel, coworker: Coworker | None = None) -> Policy
     if coworker is not None:
         target |= Q(coworker=coworker)
     rows = {("kind" if r.channel_kind else "coworker" if r.coworker_id else "channel"): r for r in ContextPolicy.objects.filter(target)}
-    policy = default_policy(channel.kind)
+    policy = replace(default_policy(channel.kind), reply_model=settings.REPLY_MODEL, summary_model=settings.SUMMARY_MODEL)
     for scope in ("kind", "coworker", "channel"):
         if scope in rows:
             policy = with_overrides(policy, rows[scope].values())

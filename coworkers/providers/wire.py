@@ -132,6 +132,9 @@ def cost_usd(model: str, usage: Usage, prices: Mapping[str, Mapping[str, float]]
         price = prices.get(_DATED.sub("", model))
     if price is None:
         return None
+    long_prompt = price.get("long_prompt")
+    if long_prompt and usage.total_input_tokens > long_prompt["above_tokens"]:
+        price = long_prompt  # the whole call is priced by its prompt's length, output included
     input_price = price["input"]
     # Anthropic's multipliers, for a table that lists only input and output.
     cache_write = price.get("cache_write", input_price * 1.25)

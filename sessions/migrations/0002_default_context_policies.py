@@ -1,4 +1,4 @@
-"""One context policy per channel kind, with DESIGN's defaults.
+"""One context policy per channel kind, with the documented defaults (docs/context.md).
 
 The values are written out here, not imported, so this migration means the
 same thing forever whatever later code says.

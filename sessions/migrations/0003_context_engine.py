@@ -6,7 +6,7 @@ from django.db import migrations, models
 
 
 def set_recall_budget(apps, schema_editor):
-    # DESIGN's default; written out so this migration means the same thing forever.
+    # The documented default; written out so this migration means the same thing forever.
     ContextPolicy = apps.get_model("work_sessions", "ContextPolicy")
     ContextPolicy.objects.exclude(channel_kind="").filter(recall_chars__isnull=True).update(recall_chars=3_000)
 

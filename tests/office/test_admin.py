@@ -10,7 +10,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from sessions import admin as sessions_admin
-from sessions.models import ContextPolicy, MemoryItem, Message, Session, Task
+from sessions.models import ContextPolicy, MemoryItem, Message, ModelCall, Session, Task
 from sessions.policy import BUDGET_FIELDS
 
 pytestmark = pytest.mark.django_db
@@ -57,6 +57,7 @@ def one_of_everything(office, alice, mina, direct_channel, session, chain) -> di
         alice.memberships.model: alice.memberships.get(),
         Task: session.tasks.first(),
         ContextPolicy: ContextPolicy.objects.get(channel_kind="direct"),
+        ModelCall: ModelCall.objects.create(office=office, coworker=mina, coworker_slug="mina", provider="claude", cost_usd=1),
     }
 
 
@@ -153,9 +154,18 @@ def edit_policy_from_list(client, policy: ContextPolicy, **changes):
         "form-0-id": str(policy.pk),
         "_save": "Save",
     }
-    for name in BUDGET_FIELDS:
+    for name in sessions_admin.LIST_BUDGETS:
         data[f"form-0-{name}"] = str(changes.get(name, getattr(policy, name)))
     return client.post(admin_url(ContextPolicy, "changelist"), data)
+
+
+def edit_policy_page(client, policy: ContextPolicy, **changes):
+    """POST one context policy's change page, every field as the form shows it, with `changes`."""
+    data = {"channel_kind": policy.channel_kind, "coworker": "", "channel": "", "_save": "Save"}
+    for name in (*BUDGET_FIELDS, "reply_model", "summary_model"):
+        value = changes.get(name, getattr(policy, name))
+        data[name] = "" if value is None else str(value)
+    return client.post(admin_url(ContextPolicy, "change", policy.pk), data)
 
 
 def test_it_refuses_a_zero_budget_from_the_list(admin_client):
@@ -173,7 +183,7 @@ def test_it_refuses_a_zero_budget_from_the_list(admin_client):
 def test_it_refuses_a_detailed_budget_smaller_than_the_tool_digest(admin_client):
     policy = ContextPolicy.objects.get(channel_kind="main")
 
-    response = edit_policy_from_list(admin_client, policy, detailed_chars=1_000, tool_digest_chars=2_000)
+    response = edit_policy_page(admin_client, policy, detailed_chars=1_000, tool_digest_chars=2_000)
 
     assert response.status_code == 200
     assert "cannot be smaller than the tool digest" in response.content.decode()
@@ -189,3 +199,49 @@ def test_it_saves_a_valid_budget_from_the_list(admin_client):
     assert response.status_code == 302
     policy.refresh_from_db()
     assert (policy.detailed_chars, policy.nudge_after_tasks) == (24_000, 30)
+
+
+def test_it_names_a_budget_the_list_does_not_show_when_a_list_edit_breaks_it(admin_client):
+    """Fewer recent tasks than are summarized at once: the problem is the fold batch's, not on the list."""
+    policy = ContextPolicy.objects.get(channel_kind="main")
+
+    response = edit_policy_from_list(admin_client, policy, detailed_tasks=2)
+
+    assert response.status_code == 200
+    assert "Tasks summarized at once: The fold batch (4) cannot be larger than the detailed tasks (2)." in response.content.decode()
+    policy.refresh_from_db()
+    assert policy.detailed_tasks == 8
+
+
+def test_it_lists_policies_in_plain_words_with_the_office_default_model(admin_client, settings):
+    page = admin_client.get(admin_url(ContextPolicy, "changelist")).content.decode()
+
+    for header in ("Recent tasks in full", "Room for recent tasks", "Room for the summary", "Room for memory"):
+        assert header in page
+    assert f"default ({settings.REPLY_MODEL})" in page
+    change = admin_client.get(admin_url(ContextPolicy, "change", ContextPolicy.objects.get(channel_kind="direct").pk))
+    assert "How many of the latest tasks the coworker reads word for word" in change.content.decode()
+
+
+def test_the_demo_admin_tunes_a_budget_and_the_next_prompt_uses_it(client, settings, frames, no_background):
+    """What a newcomer does after `make run`: sign in as demo, open the policy in admin, lower a budget."""
+    from django.core.management import call_command
+
+    from coworkers.providers.offline import OfflineResponder
+    from office.models import Channel
+    from sessions import pipeline
+
+    settings.DEBUG = True
+    call_command("seed_demo", stdout=open("/dev/null", "w"))
+    assert client.login(username="demo", password="demo")
+    policy = ContextPolicy.objects.get(channel_kind="direct")
+    assert client.get(admin_url(ContextPolicy, "changelist")).status_code == 200
+
+    response = edit_policy_page(client, policy, memory_chars=2_500, detailed_chars=12_000)
+
+    assert response.status_code == 302
+    mina = Channel.objects.get(kind=Channel.Kind.DIRECT, coworker__slug="mina")
+    task = pipeline.post_instruction(channel=mina, text="What do we know about the launch?", provider=OfflineResponder())
+    done = pipeline.run_task(task.pk, provider=OfflineResponder())
+    assert done.prompt_report["layers"]["memory"]["budget"] == 2_500
+    assert done.prompt_report["layers"]["recent"]["budget"] == 12_000

@@ -113,3 +113,55 @@ def test_it_fills_in_what_is_missing(settings):
 
     assert Channel.objects.filter(kind=Channel.Kind.ALL_HANDS, name="all-hands").count() == 1
     assert "created 1 channel." in output
+
+
+def test_the_demo_user_is_an_admin_only_when_debug_is_on(settings, client):
+    settings.DEBUG = True
+    output = seed()
+
+    demo = User.objects.get(username="demo")
+    assert demo.is_staff and demo.is_superuser
+    assert "also an admin" in output
+    client.login(username="demo", password="demo")
+    assert client.get("/admin/").status_code == 200
+
+
+def test_an_older_demo_user_becomes_an_admin_on_the_next_seed(settings):
+    settings.DEBUG = True
+    User.objects.create_user("demo", password="demo")
+
+    output = seed()
+
+    assert User.objects.get(username="demo").is_staff
+    assert "1 admin" in output
+
+
+def test_with_debug_off_no_account_is_made_staff(settings):
+    settings.DEBUG = False
+    seed()
+
+    assert not User.objects.filter(is_staff=True).exists()
+    assert not User.objects.filter(is_superuser=True).exists()
+
+
+def test_with_debug_off_a_demo_login_left_from_development_is_switched_off(settings, client):
+    settings.DEBUG = True
+    seed()
+    settings.DEBUG = False
+
+    output = seed()
+
+    demo = User.objects.get(username="demo")
+    assert not demo.is_staff and not demo.is_superuser
+    assert not client.login(username="demo", password="demo")
+    assert "demo password and admin rights were switched off" in output
+
+
+def test_with_debug_off_an_account_named_demo_with_its_own_password_is_left_alone(settings, client):
+    settings.DEBUG = False
+    User.objects.create_superuser("demo", password="a-real-password")
+
+    seed()
+
+    assert User.objects.get(username="demo").is_superuser
+    assert client.login(username="demo", password="a-real-password")

@@ -36,6 +36,7 @@ def paired_urls(acme: dict, globex: Channel) -> list[tuple[str, str, str]]:
     return [
         ("office", "/o/acme/", "/o/no-such-office/"),
         ("memory page", "/o/acme/memory/", "/o/no-such-office/memory/"),
+        ("usage page", "/o/acme/usage/?range=30d", "/o/no-such-office/usage/?range=30d"),
         ("channel", f"/c/{channel}/", f"/c/{MISSING}/"),
         ("past session", f"/c/{channel}/sessions/{ended}/", f"/c/{MISSING}/sessions/{ended}/"),
         ("past session through own channel", f"/c/{globex.pk}/sessions/{ended}/", f"/c/{globex.pk}/sessions/{MISSING}/"),
@@ -64,6 +65,7 @@ def test_a_member_does_see_them(bob, acme, globex_channel):
     client = as_user(bob)
     channel, ended = acme["channel"].pk, acme["ended"].pk
     assert client.get("/o/acme/").status_code == 200
+    assert client.get("/o/acme/usage/").status_code == 200
     assert "Acme&#x27;s trial is 14 days." in client.get("/o/acme/memory/").content.decode()
     assert "Acme&#x27;s secret instruction" in client.get(f"/c/{channel}/").content.decode()
     assert "Acme&#x27;s old secret instruction" in client.get(f"/c/{channel}/sessions/{ended}/").content.decode()
@@ -87,7 +89,7 @@ def test_the_sidebar_and_the_home_page_name_no_other_office(charlie, acme, globe
 @pytest.mark.django_db
 @pytest.mark.parametrize(
     "path",
-    ["/", "/o/acme/", "/o/acme/memory/", "/c/{channel}/", "/c/{channel}/sessions/{ended}/", "/c/{channel}/tasks/1/report/"],
+    ["/", "/o/acme/", "/o/acme/memory/", "/o/acme/usage/", "/c/{channel}/", "/c/{channel}/sessions/{ended}/", "/c/{channel}/tasks/1/report/"],
 )
 def test_anonymous_visitors_are_sent_to_sign_in_whatever_exists(client, acme, path):
     real = path.format(channel=acme["channel"].pk, ended=acme["ended"].pk)

@@ -8,7 +8,8 @@ from office.demo import DEMO_PASSWORD, DEMO_USERNAME, OFFICE, seed_demo_office
 class Command(BaseCommand):
     help = (
         "Create the demo office Acme: five coworkers, a 1:1 channel each, main, all-hands and a project "
-        "channel, and (only when DEBUG is on) the user demo with password demo. Idempotent: rows are "
+        "channel, and (only when DEBUG is on) the user demo with password demo, who is also an admin of /admin/. With DEBUG "
+        "off, a demo login left from a development run is switched off. Idempotent: rows are "
         "found by natural key and only missing ones are created; existing rows, and any edits made to "
         "them, are left as they are."
     )
@@ -16,7 +17,7 @@ class Command(BaseCommand):
     def handle(self, *args, **options) -> None:
         result = seed_demo_office()
         office = f"{OFFICE['name']} ({OFFICE['slug']})"
-        sign_in = f" Sign in as {DEMO_USERNAME} / {DEMO_PASSWORD}." if result.users else ""
+        sign_in = f" Sign in as {DEMO_USERNAME} / {DEMO_PASSWORD} (also an admin: /admin/)." if result.users or result.admins else ""
         if result.created:
             counts = ", ".join(
                 count(n, noun)
@@ -26,12 +27,17 @@ class Command(BaseCommand):
                     (result.channels, "channel"),
                     (result.users, "user"),
                     (result.memberships, "membership"),
+                    (result.admins, "admin"),
                 ]
                 if n
             )
             self.stdout.write(f"Demo office {office}: created {counts}.{sign_in}")
         else:
             self.stdout.write(f"Demo office {office} is already there: nothing created.")
+        if result.demo_login_disabled:
+            self.stdout.write(
+                f"DEBUG is off: the {DEMO_USERNAME} account's demo password and admin rights were switched off."
+            )
         if result.demo_user_skipped:
             self.stdout.write(
                 f"DEBUG is off: no demo user created; give a real account a Membership in {office} to use it."

@@ -1,0 +1,72 @@
+"""What coworkers' model calls cost: each call recorded as it is stored, and the monthly spending limit.
+
+The ORM side of usage; the figures people read are computed from these rows by office.usage (pure).
+Must not import the pipeline (the pipeline calls this).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from decimal import Decimal
+
+from django.conf import settings
+from django.db.models import Sum
+from django.utils import timezone
+
+from coworkers.models import Coworker
+from coworkers.providers import Completion, Provider
+from coworkers.providers.wire import cost_usd
+
+from .models import ModelCall, Task
+
+
+def record_call(*, task: Task, coworker: Coworker | None, slug: str, completion: Completion, provider: Provider) -> ModelCall:
+    """One model step of a reply. Offline work costs 0 (no model was called, nothing was billed);
+    a model with no price in settings.MODEL_PRICES is recorded with no cost."""
+    usage = completion.usage
+    if provider.offline:
+        cost: Decimal | None = Decimal("0")
+    else:
+        dollars = cost_usd(completion.model, usage, settings.MODEL_PRICES)
+        cost = None if dollars is None else Decimal(str(round(dollars, 6)))
+    return ModelCall.objects.create(
+        office_id=task.session.channel.office_id,
+        coworker=coworker,
+        coworker_slug=slug,
+        task=task,
+        provider=provider.name,
+        model=completion.model or "",
+        input_tokens=usage.input_tokens,
+        cache_write_tokens=usage.cache_write_tokens,
+        cache_read_tokens=usage.cache_read_tokens,
+        output_tokens=usage.output_tokens,
+        cost_usd=cost,
+    )
+
+
+def month_start(now: datetime | None = None) -> datetime:
+    """The first moment of the current calendar month, in the office's time zone (UTC)."""
+    local = timezone.localtime(now or timezone.now())
+    return local.replace(day=1, hour=0, minute=0, second=0, microsecond=0)
+
+
+def spent_this_month(coworker: Coworker, now: datetime | None = None) -> Decimal:
+    total = ModelCall.objects.filter(coworker=coworker, created_at__gte=month_start(now)).aggregate(
+        total=Sum("cost_usd")
+    )["total"]
+    return total or Decimal("0")
+
+
+def limit_refusal(coworker: Coworker, now: datetime | None = None) -> str:
+    """The plain message a coworker answers with once this month's spending reached their limit, or ""."""
+    limit = coworker.monthly_limit_usd
+    if limit is None:
+        return ""
+    spent = spent_this_month(coworker, now)
+    if spent < limit:
+        return ""
+    return (
+        f"{coworker.name} has reached this month's spending limit (${spent:,.2f} of ${limit:,.2f}), "
+        f"so {coworker.name} did not answer this. An admin can raise the limit in Admin → Coworkers; "
+        "otherwise it starts again on the 1st."
+    )
