@@ -84,9 +84,10 @@
   /** The text a person sees, without the copy buttons' own labels. */
   function visibleText(node) {
     const buttons = [...node.querySelectorAll("[data-copy]")];
-    for (const button of buttons) button.hidden = true;
+    // Not `hidden`: the buttons' own display rule would win over it.
+    for (const button of buttons) button.style.display = "none";
     const text = node.innerText.trim();
-    for (const button of buttons) button.hidden = false;
+    for (const button of buttons) button.style.display = "";
     return text;
   }
 
