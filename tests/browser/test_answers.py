@@ -215,13 +215,15 @@ def test_a_past_conversation_on_a_phone_has_a_title_local_times_and_a_header_tha
     title = item.locator(".past-title").inner_text()
     assert title.endswith("(task 1)"), title
     assert item.locator(".past-preview").inner_text()
+    menu = page.locator("#past-sessions .past-list").bounding_box()
+    assert menu["x"] >= 0 and menu["x"] + menu["width"] <= 390, "the list is on the screen"
     page.screenshot(path=str(ARTIFACTS / "answers-past-list.png"))
 
     page.goto(f"{server}/c/{mina.pk}/sessions/{past.pk}/")
     head = page.locator(".chat-head")
     assert page.locator(".chat-title h1").inner_text() == title
-    local = past.started_at.astimezone(ZoneInfo("Asia/Taipei")).strftime("%H:%M")
-    utc = past.started_at.strftime("%H:%M")
+    local = past.started_at.astimezone(ZoneInfo("Asia/Taipei")).strftime("%I:%M")  # the browser's en-US clock
+    utc = past.started_at.strftime("%I:%M")
     text = head.locator(".chat-title p").inner_text()
     assert local in text and (utc == local or utc not in text), text
     # Nothing in the header overlaps the title, and nothing sticks out of the screen.
