@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Callable, Iterable
 from functools import wraps
 
@@ -38,6 +39,8 @@ TASK_LABELS = {"queued": "Queued", "running": "Working", "failed": "Failed", "st
 NUDGE_MARK = "💡"
 # A past conversation is listed by its first instruction and the start of its first reply.
 TITLE_CHARS, PREVIEW_CHARS = 70, 110
+_LINE_MARKS = re.compile(r"(?m)^\s*(?:#{1,6}|[-+*]|\d+[.)]|>)\s+")
+_INLINE_MARKS = re.compile(r"(?<!\w)[*_`~]+|[*_`~]+(?!\w)")
 
 
 def friendly_not_found(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
@@ -295,9 +298,9 @@ def shorten(text: str, limit: int) -> str:
 
 
 def plain_words(markdown_text: str) -> str:
-    """Markdown's punctuation left out of a preview line (`**`, `#`, backticks, list marks)."""
-    words = (word.strip("*_`#>") for word in markdown_text.split())
-    return " ".join(word for word in words if word and word not in {"-", "+", "1.", "|"})
+    """Markdown's punctuation left out of a preview line (heading, list and quote marks, `**`,
+    backticks), not the underscores inside a word."""
+    return " ".join(_INLINE_MARKS.sub("", _LINE_MARKS.sub(" ", markdown_text)).split())
 
 
 def nudges_under_their_instruction(messages: list[Message]) -> list[Message]:
