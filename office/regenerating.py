@@ -28,6 +28,9 @@ def regenerate(*, channel: Channel, turn: int, language: str = "en", admit: Call
     running one is still answering. Refusals are InstructionRejected, like an instruction's;
     `admit` is the sender's rate limit, called only when a new task is about to be stored.
     """
+    if channel.kind == Channel.Kind.MEETING:
+        # A meeting's turns are its agenda's rounds, run by the meeting itself, not re-asked one by one.
+        raise pipeline.InstructionRejected("not_here", "A meeting's replies cannot be regenerated.")
     task = Task.objects.filter(session__channel=channel, session__status=Session.Status.ACTIVE, turn=turn).first()
     if task is None:
         raise pipeline.InstructionRejected("not_found", "There is no such reply in this conversation.")

@@ -450,7 +450,7 @@ function onTask(frame) {
 function updateRegenerate() {
   const users = history.querySelectorAll(".msg.user[data-turn]");
   const last = users[users.length - 1];
-  const turn = last && !last.matches(".pending, .not-sent") ? Number(last.dataset.turn) : 0;
+  const turn = last && !last.matches(".pending, .not-sent") && data.kind !== "meeting" ? Number(last.dataset.turn) : 0;
   const busy = [...state.tasks.values()].some((task) => !TERMINAL.has(task.status));
   const replies = turn && !busy ? history.querySelectorAll(`.msg.assistant:not(.steps)[data-turn="${turn}"] .msg-actions`) : [];
   const target = replies[replies.length - 1] || null;

@@ -258,3 +258,42 @@ def test_the_tab_title_counts_unread_replies_elsewhere(server, demo, browser):
     assert page.title() == f"(1) {title}"
     context.close()
 
+
+
+# Keeps every socket the page opens, and can make new ones fail, so a test can cut the connection.
+SOCKET_CONTROL = """
+(() => {
+  const Real = window.WebSocket;
+  window.__sockets = [];
+  window.__refuse = false;
+  window.WebSocket = function (url, protocols) {
+    const socket = new Real(window.__refuse ? "ws://127.0.0.1:9/" : url, protocols);
+    window.__sockets.push(socket);
+    return socket;
+  };
+  Object.assign(window.WebSocket, { CONNECTING: 0, OPEN: 1, CLOSING: 2, CLOSED: 3 });
+  window.WebSocket.prototype = Real.prototype;
+})();
+"""
+
+
+def test_the_sidebar_dots_are_not_green_while_disconnected(server, demo, browser):
+    context, page = sign_in(browser, server)
+    page.add_init_script(SOCKET_CONTROL)
+    open_channel(page, server, "Mina")
+    page.wait_for_selector("#sidebar[data-live]")
+    dot = page.locator('#sidebar a[data-coworker="theo"] .status')
+    green = dot.evaluate("node => getComputedStyle(node).backgroundColor")
+
+    page.evaluate("window.__refuse = true; window.__sockets.forEach((socket) => socket.close())")
+
+    page.wait_for_function("document.documentElement.classList.contains('presence-unknown')", timeout=5_000)
+    grey = dot.evaluate("node => getComputedStyle(node).backgroundColor")
+    assert grey != green and grey == "rgb(156, 163, 175)"
+    assert "unknown" in page.locator('#sidebar a[data-coworker="theo"] .status-text').inner_text()
+    page.screenshot(path=str(ARTIFACTS / "answers-presence-unknown.png"))
+
+    page.evaluate("window.__refuse = false")
+    page.wait_for_function("!document.documentElement.classList.contains('presence-unknown')", timeout=20_000)
+    assert dot.evaluate("node => getComputedStyle(node).backgroundColor") == green, "live again: the dots say so"
+    context.close()

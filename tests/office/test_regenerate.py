@@ -105,3 +105,20 @@ async def test_regenerate_counts_against_the_instruction_rate_limit(bob, direct_
     assert [f["code"] for f in frames] == ["rate_limited"]
     assert frames[0]["detail"].startswith("You are sending instructions faster than 1 a minute")
     assert await Task.objects.acount() == 1
+
+
+@pytest.mark.asyncio
+async def test_a_meetings_replies_are_not_regenerated(bob, office, mina, enter, nudge_checks):
+    from channels.db import database_sync_to_async
+
+    from office.models import Channel
+
+    meeting = await database_sync_to_async(Channel.objects.create)(office=office, kind=Channel.Kind.MEETING, name="Launch review")
+    socket, _ = await enter(bob, meeting)
+    first = await ask(socket, "Agenda: the launch date", "c-1")
+    await finish(first["id"])
+
+    frames = await regenerate(socket, 1)
+
+    assert [f["code"] for f in frames] == ["not_here"]
+    assert await Task.objects.acount() == 1
