@@ -297,3 +297,17 @@ def test_the_sidebar_dots_are_not_green_while_disconnected(server, demo, browser
     page.wait_for_function("!document.documentElement.classList.contains('presence-unknown')", timeout=20_000)
     assert dot.evaluate("node => getComputedStyle(node).backgroundColor") == green, "live again: the dots say so"
     context.close()
+
+
+def test_a_mistyped_channel_is_the_friendly_404_on_the_debug_server(server, demo, browser):
+    context, page = sign_in(browser, server)
+
+    response = page.goto(f"{server}/c/987654/")
+
+    assert response.status == 404
+    assert page.locator("h1").inner_text() == "This page isn't here"
+    assert "URLconf" not in page.content()
+    page.screenshot(path=str(ARTIFACTS / "answers-404.png"))
+    page.get_by_role("link", name="Back to the office").click()
+    page.wait_for_url(f"{server}/o/acme/")
+    context.close()
