@@ -52,9 +52,11 @@
       if (isNaN(when)) continue;
       const sameDay = when.toDateString() === now.toDateString();
       const time = when.toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" });
+      const day = when.toLocaleDateString([], { month: "short", day: "numeric" });
+      // data-with-day: the date even today (a past conversation's header says when it was).
       const withDay = el.closest(".memory-meta")
         ? when.toLocaleDateString([], { month: "short", day: "numeric", year: "numeric" })
-        : sameDay ? time : `${when.toLocaleDateString([], { month: "short", day: "numeric" })}, ${time}`;
+        : sameDay && !el.hasAttribute("data-with-day") ? time : `${day}, ${time}`;
       el.textContent = withDay;
       el.title = when.toLocaleString();
       el.dataset.localized = "1";
