@@ -26,6 +26,7 @@ CODE = 'def launch(day):\n    return "May 4"  # fixed'
 MARKDOWN_REPLY = (
     "Here is the **plan** for the launch:\n\n"
     "- Draft the *copy*\n- Review it with `ops`\n\n"
+    'Markup stays text: <img src=x onerror="window.pwned=1"> **<b onmouseover="window.pwned=2">x</b>**\n\n'
     f"```python\n{CODE}\n```\n\n"
     + "Then we check the numbers again and again, slowly, so nothing is missed before the launch. " * 4
 )
@@ -69,9 +70,14 @@ def test_a_reply_is_formatted_while_it_streams_then_highlighted_and_copied(claud
     assert live.locator(".text strong").first.inner_text() == "plan"
     assert live.locator(".text li").count() == 2 and live.locator(".text li em").inner_text() == "copy"
     assert "**" not in live.locator(".text").inner_text()
+    live.locator(".text p:has-text('window.pwned=2')").wait_for(timeout=20_000)
+    assert live.locator(".text img, .text b, .text [onerror], .text [onmouseover]").count() == 0
+    assert '<img src=x onerror="window.pwned=1">' in live.locator(".text").inner_text()
     page.screenshot(path=str(ARTIFACTS / "answers-streaming-formatted.png"))
 
     reply = wait_for_reply(page)
+    assert reply.locator(".text img, .text b").count() == 0
+    assert page.evaluate("window.pwned === undefined"), "nothing the reply said ran, streaming or stored"
     # The server's HTML replaced it: the code is highlighted by Pygments' classes, and coloured.
     keyword = reply.locator("pre code span.k").first
     assert keyword.inner_text() == "def"
