@@ -94,7 +94,7 @@ def _highlight(code: str, language: str, attrs: str) -> str:
 
     The budget is per render: `render` sets it on this thread before parsing."""
     name = language.strip().lower()
-    if name not in HIGHLIGHTED or len(code) > _local.highlight_left:
+    if name not in HIGHLIGHTED or len(code) > getattr(_local, "highlight_left", 0):
         return ""
     try:
         lexer = get_lexer_by_name(name, stripnl=False)
