@@ -23,7 +23,7 @@ from django.db import connections
 from sessions import nudge, pipeline
 from sessions.models import Task
 
-from . import events, ratelimit, reading, unavailable
+from . import events, ratelimit, reading, regenerating, unavailable
 from .models import Channel
 
 log = logging.getLogger(__name__)
@@ -265,6 +265,21 @@ class ChannelConsumer(StaysJoined):
         # sends only what this socket had not seen yet.
         await self.send_stored(stored)
 
+    async def on_task_regenerate(self, content: dict) -> None:
+        """Ask the last task's instruction again, as a new task: the old reply stays as it was."""
+        turn = content.get("turn")
+        if not _is_count(turn) or turn == 0:
+            raise FrameError("bad_frame", "task.regenerate needs the turn of the reply to regenerate.")
+        # Off Channels' shared database thread for the same reason as an instruction: routing.
+        stored = await regenerate_off_shared_thread(
+            channel_id=self.channel_id,
+            user_id=self.scope["user"].pk,
+            turn=turn,
+            language=self.language,
+            after=self.next_seq - 1,
+        )
+        await self.send_stored(stored)
+
     async def on_session_new(self, content: dict) -> None:
         # The new `session` frame reaches every tab through the group, this one included.
         await database_sync_to_async(start_new_conversation)(self.channel_id, self.scope["user"].pk)
@@ -310,6 +325,7 @@ class ChannelConsumer(StaysJoined):
         "session.new": on_session_new,
         "nudge.dismiss": on_nudge_dismiss,
         "task.stop": on_task_stop,
+        "task.regenerate": on_task_regenerate,
         "resync": on_resync,
     }
 
@@ -390,6 +406,24 @@ def post_instruction(*, channel_id: int, user_id: int, text: str, client_id: str
     finally:
         # A thread of the loop's general pool, not a database thread: it must not keep a connection.
         connections.close_all()
+
+
+def regenerate_reply(*, channel_id: int, user_id: int, turn: int, language: str, after: int) -> list[dict]:
+    """Ask the last task's instruction again (office.regenerating); its acknowledgement, as for an instruction."""
+    try:
+        channel = Channel.objects.select_related("office", "coworker").get(pk=channel_id)
+        try:
+            regenerating.regenerate(
+                channel=channel, turn=turn, language=language, admit=partial(check_instruction_rate, user_id)
+            )
+        except pipeline.InstructionRejected as rejected:
+            raise FrameError(rejected.code, rejected.detail) from None
+        return events.events_after(channel_id, after, RESYNC_PAGE)
+    finally:
+        connections.close_all()
+
+
+regenerate_off_shared_thread = sync_to_async(regenerate_reply, thread_sensitive=False)
 
 
 def _within_rate(key: str, limit: int, doing: str, undone: str) -> None:

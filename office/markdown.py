@@ -10,6 +10,11 @@ and nh3 is quadratic in the `&` of one text node (400,000 of them: 5 s). So text
 MAX_MARKDOWN_CHARS, or with more than MAX_DELIMITERS inline delimiters, is shown as plain text,
 escaped here and not passed through nh3: a bounded cost for any one message. Each message is
 rendered once, when it is stored (office/rendering.py), never per page view or connect.
+
+Fenced code that names a language is highlighted by Pygments, on the server: the only markup it adds
+is `<span class="…">` with Pygments' short token class names, the only classes nh3 lets through (on
+`span`, nowhere else). Only the common languages in HIGHLIGHTED are lexed (never a guess: guessing
+runs every lexer), and at most MAX_HIGHLIGHT_CHARS of code a message; the rest stays plain code.
 """
 
 from __future__ import annotations
@@ -19,6 +24,11 @@ import threading
 
 import nh3
 from markdown_it import MarkdownIt
+from pygments import highlight as pygments_highlight
+from pygments.formatters import HtmlFormatter
+from pygments.lexers import get_lexer_by_name
+from pygments.token import STANDARD_TYPES
+from pygments.util import ClassNotFound
 
 # Above either, a message is shown as escaped text with its line breaks: rendering it as markdown
 # could cost seconds. Model replies and instructions (at most 20,000 characters) are far below both.
@@ -26,12 +36,25 @@ MAX_MARKDOWN_CHARS = 50_000
 MAX_DELIMITERS = 10_000
 # The characters the inline parser stacks up and matches (links, images, emphasis, code, entities).
 _DELIMITERS = "[]!*_~`<&\\"
+# Code highlighted per message, in characters: Pygments' lexers are regular expressions, and their
+# output is several times the code's length for nh3 to read.
+MAX_HIGHLIGHT_CHARS = 20_000
+# The languages people ask a coworker about, by the names (and aliases) fences use. Other names stay
+# plain code: fewer lexers, fewer regular expressions anyone can feed text to.
+HIGHLIGHTED = {
+    "bash", "sh", "shell", "zsh", "console", "c", "cpp", "c++", "csharp", "c#", "cs", "css", "diff", "patch",
+    "go", "golang", "html", "xml", "java", "javascript", "js", "jsx", "json", "kotlin", "markdown", "md",
+    "php", "python", "py", "python3", "ruby", "rb", "rust", "rs", "scss", "sql", "swift", "toml",
+    "typescript", "ts", "tsx", "yaml", "yml", "ini", "dockerfile", "docker", "make", "makefile",
+}  # fmt: skip
+# Pygments' token classes ("k" keyword, "s2" string, "c1" comment…): what its HTML may carry.
+TOKEN_CLASSES = {name for name in STANDARD_TYPES.values() if name}
 
 # What chat text needs: paragraphs, emphasis, code, lists, quotes, headings, tables, links.
 # No images (a tracking pixel in a model's reply is still a request from the user's browser),
-# no classes, no styles, no ids.
+# no styles, no ids, and no classes but Pygments' token classes on `span`.
 ALLOWED_TAGS = {
-    "p", "br", "hr", "strong", "em", "b", "i", "del", "s", "code", "pre", "blockquote",
+    "p", "br", "hr", "strong", "em", "b", "i", "del", "s", "code", "pre", "blockquote", "span",
     "ul", "ol", "li", "a", "h1", "h2", "h3", "h4", "h5", "h6",
     "table", "thead", "tbody", "tr", "th", "td",
 }  # fmt: skip
@@ -41,6 +64,7 @@ URL_SCHEMES = {"http", "https", "mailto"}
 _cleaner = nh3.Cleaner(
     tags=ALLOWED_TAGS,
     attributes=ALLOWED_ATTRIBUTES,
+    allowed_classes={"span": TOKEN_CLASSES},
     url_schemes=URL_SCHEMES,
     link_rel="noopener noreferrer",
     set_tag_attribute_values={"a": {"target": "_blank"}},
@@ -48,6 +72,8 @@ _cleaner = nh3.Cleaner(
 )
 
 _local = threading.local()
+# nowrap: only the token spans; markdown-it wraps them in <pre><code>.
+_formatter = HtmlFormatter(nowrap=True)
 
 
 def _parser() -> MarkdownIt:
@@ -57,10 +83,25 @@ def _parser() -> MarkdownIt:
         # html=False: `<b>` is text, as typed. breaks=True: a line break in a chat message is one
         # on screen. Tables and strikethrough (GFM) are linear like the rest; maxNesting (20 in the
         # commonmark preset) bounds `>>>>…` and nested lists.
-        parser = _local.parser = MarkdownIt("commonmark", {"html": False, "breaks": True}).enable(
-            ["table", "strikethrough"]
-        )
+        parser = _local.parser = MarkdownIt(
+            "commonmark", {"html": False, "breaks": True, "highlight": _highlight}
+        ).enable(["table", "strikethrough"])
     return parser
+
+
+def _highlight(code: str, language: str, attrs: str) -> str:
+    """Pygments' spans for one fenced block, or "" (markdown-it then escapes it as plain code).
+
+    The budget is per render: `render` sets it on this thread before parsing."""
+    name = language.strip().lower()
+    if name not in HIGHLIGHTED or len(code) > getattr(_local, "highlight_left", 0):
+        return ""
+    try:
+        lexer = get_lexer_by_name(name, stripnl=False)
+    except ClassNotFound:
+        return ""
+    _local.highlight_left -= len(code)
+    return pygments_highlight(code, lexer, _formatter)
 
 
 def _too_costly(text: str) -> bool:
@@ -81,4 +122,5 @@ def render(text: str) -> str:
         return ""
     if _too_costly(text):
         return _plain(text)
+    _local.highlight_left = MAX_HIGHLIGHT_CHARS
     return _cleaner.clean(_parser().render(text)).rstrip("\n")

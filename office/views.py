@@ -9,14 +9,18 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterable
+import re
+from collections.abc import Callable, Iterable
+from functools import wraps
 
 from django.contrib.auth.decorators import login_required
-from django.db.models import Count, QuerySet
+from django.db.models import Count, OuterRef, QuerySet, Subquery
+from django.db.models.functions import Substr
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 
+from coworkers.routing import team_of
 from sessions.models import MemoryItem, Message, Session, SummaryVersion, Task
 
 from . import presence, reading
@@ -33,6 +37,24 @@ LAYERS = ("system", "memory", "summary", "recent", "recalled", "current")
 TASK_LABELS = {"queued": "Queued", "running": "Working", "failed": "Failed", "stopped": "Stopped"}
 # The notice that suggests a new conversation starts with this (it is stored as a message).
 NUDGE_MARK = "💡"
+# A past conversation is listed by its first instruction and the start of its first reply.
+TITLE_CHARS, PREVIEW_CHARS = 70, 110
+_LINE_MARKS = re.compile(r"(?m)^\s*(?:#{1,6}|[-+*]|\d+[.)]|>)\s+")
+_INLINE_MARKS = re.compile(r"(?<!\w)[*_`~]+|[*_`~]+(?!\w)")
+
+
+def friendly_not_found(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
+    """A page that is not there (or not the reader's) is the office's own 404 page, also while DEBUG
+    is on: Django's debug page would list every URL pattern to anyone who mistypes a channel id."""
+
+    @wraps(view)
+    def wrapped(request: HttpRequest, *args, **kwargs) -> HttpResponse:
+        try:
+            return view(request, *args, **kwargs)
+        except Http404:
+            return render(request, "404.html", status=404)
+
+    return wrapped
 
 
 def offices_of(user) -> QuerySet[Office]:
@@ -48,12 +70,14 @@ def home(request: HttpRequest) -> HttpResponse:
 
 
 @login_required
+@friendly_not_found
 def office(request: HttpRequest, slug: str) -> HttpResponse:
     office = get_object_or_404(offices_of(request.user), slug=slug)
     return render(request, "office/office.html", {"office": office, **sidebar(office, request.user)})
 
 
 @login_required
+@friendly_not_found
 def channel(request: HttpRequest, channel_id: int) -> HttpResponse:
     channel = _visible_channel(request, channel_id)
     # Read before the history: the page script resyncs from here, so nothing after it is missed.
@@ -83,6 +107,8 @@ def channel(request: HttpRequest, channel_id: int) -> HttpResponse:
         "tasks": open_tasks,
         "reports": reports,
         "nudgeMark": NUDGE_MARK,
+        # Who an @mention can pick here (the composer suggests them): the channel's team.
+        "members": [] if channel.kind == Channel.Kind.DIRECT else [c.slug for c in team_of(channel)],
     }
     return render(
         request,
@@ -103,6 +129,7 @@ def channel(request: HttpRequest, channel_id: int) -> HttpResponse:
 
 
 @login_required
+@friendly_not_found
 def past_session(request: HttpRequest, channel_id: int, session_id: int) -> HttpResponse:
     """An ended conversation, read-only. The active one lives on the channel page."""
     channel = _visible_channel(request, channel_id)
@@ -112,6 +139,9 @@ def past_session(request: HttpRequest, channel_id: int, session_id: int) -> Http
     newest = session.messages.order_by("-position")[:PAST_MESSAGES_SHOWN]
     messages = nudges_under_their_instruction(list(reversed(newest)))
     _prepare_history(channel, session, messages)  # its context bars are rendered on the page
+    past = _past_sessions(channel)
+    first = next((m.content for m in messages if m.role == Message.Role.USER and m.turn == 1), "")
+    title = next((s.title for s in past if s.pk == session.pk), "") or shorten(first, TITLE_CHARS)
     page = {
         "channel": channel.pk,
         "session": session.pk,
@@ -129,7 +159,8 @@ def past_session(request: HttpRequest, channel_id: int, session_id: int) -> Http
             "history": messages,
             "task_count": session.tasks.count(),
             "truncated": bool(messages) and messages[0].position > 1,
-            "past_sessions": _past_sessions(channel),
+            "past_sessions": past,
+            "title": title or "Untitled conversation",
             "page": page,
             **sidebar(channel.office, request.user),
         },
@@ -239,8 +270,37 @@ def _visible_channel(request: HttpRequest, channel_id: int) -> Channel:
 
 
 def _past_sessions(channel: Channel) -> list[Session]:
+    """The channel's ended conversations, newest first, each with a title (its first instruction)
+    and a preview (the start of its first reply)."""
     ended = channel.sessions.filter(status=Session.Status.ENDED).order_by("-started_at")
-    return list(ended.annotate(task_total=Count("tasks"))[:20])
+    messages = Message.objects.filter(session=OuterRef("pk")).order_by("position").values("content")
+    sessions = list(
+        ended.annotate(
+            task_total=Count("tasks"),
+            first_instruction=Substr(Subquery(messages.filter(role=Message.Role.USER)[:1]), 1, 400),
+            first_reply=Substr(Subquery(messages.filter(role=Message.Role.ASSISTANT).exclude(content="")[:1]), 1, 400),
+        )[:20]
+    )
+    for session in sessions:
+        session.title = shorten(session.first_instruction or "", TITLE_CHARS) or "Untitled conversation"
+        session.preview = shorten(plain_words(session.first_reply or ""), PREVIEW_CHARS)
+    return sessions
+
+
+def shorten(text: str, limit: int) -> str:
+    """One line of at most `limit` characters, cut at a word where one is near."""
+    line = " ".join(text.split())
+    if len(line) <= limit:
+        return line
+    cut = line[: limit - 1]
+    space = cut.rfind(" ")
+    return (cut[:space] if space > limit // 2 else cut).rstrip(" ,.;:") + "…"
+
+
+def plain_words(markdown_text: str) -> str:
+    """Markdown's punctuation left out of a preview line (heading, list and quote marks, `**`,
+    backticks), not the underscores inside a word."""
+    return " ".join(_INLINE_MARKS.sub("", _LINE_MARKS.sub(" ", markdown_text)).split())
 
 
 def nudges_under_their_instruction(messages: list[Message]) -> list[Message]:

@@ -5,6 +5,8 @@
 // to innerHTML. User text, streamed deltas, tool traffic and notices always go in as textContent.
 
 import { barFromReport, el, fetchReport, forgetReport, renderBar, showTurnFromHash, wireReports } from "./report.js";
+import { formatStreaming } from "./stream-format.js";
+import { wireMentions } from "./mentions.js";
 
 const data = JSON.parse(document.getElementById("channel-data").textContent);
 const $ = (id) => document.getElementById(id);
@@ -141,12 +143,14 @@ function assistantElement(message, html) {
   const bubble = el("div", { class: "bubble" }, el("header", {}, el("span", { class: "who", text: coworkerName(message.coworker) }), " ", timeElement(message.created_at)));
   if (message.content) {
     const text = el("div", { class: "text md" });
-    if (typeof html === "string") text.innerHTML = html; // sanitized by the server (office/markdown.py)
-    else {
+    if (typeof html === "string") {
+      text.innerHTML = html; // sanitized by the server (office/markdown.py)
+      window.decorateCode?.(text);
+    } else {
       text.textContent = message.content;
       text.style.whiteSpace = "pre-wrap";
     }
-    bubble.append(text);
+    bubble.append(text, el("div", { class: "msg-actions" }, el("button", { type: "button", class: "link", "data-copy": "reply", "aria-label": "Copy this reply", text: "Copy" })));
   }
   if (calls.length) bubble.append(toolCallsList(calls));
   if (!calls.length) bubble.append(el("footer", { class: "ctx", dataset: { turn: message.turn, coworker: message.coworker || "" } }));
@@ -239,6 +243,7 @@ function addMessage({ message, html }) {
     refreshTaskState(message.turn);
   });
   updateEmpty();
+  updateRegenerate();
   if (message.role === "assistant" && !(message.tool_calls || []).length) fillContextBars();
 }
 
@@ -262,6 +267,12 @@ function submit() {
   input.value = "";
   sessionStorage.removeItem(DRAFT_KEY);
   autosize();
+  updateSend();
+}
+
+/** Send is for something to send: never with an empty (or all-blank) composer, nor offline. */
+function updateSend() {
+  sendButton.disabled = !isOpen() || !input.value.trim();
 }
 
 /** Show `text` as pending and send it as a new instruction (a new client_id: a new task). */
@@ -310,7 +321,10 @@ $("composer").addEventListener("submit", (event) => {
   event.preventDefault();
   submit();
 });
+const mentions = wireMentions(input, { members: (data.members || []).map((slug) => ({ slug, ...(data.coworkers[slug] || { name: slug }) })), onPick: () => updateSend() });
+
 input.addEventListener("keydown", (event) => {
+  if (mentions.handleKey(event)) return; // arrows, Enter, Tab and Escape belong to the open suggestions
   // isComposing: Enter that confirms an IME candidate (Chinese, Japanese) must not send.
   if (event.key === "Enter" && !event.shiftKey && !event.isComposing && event.keyCode !== 229) {
     event.preventDefault();
@@ -319,7 +333,7 @@ input.addEventListener("keydown", (event) => {
 });
 input.addEventListener("input", () => {
   autosize();
-  sendButton.disabled = !isOpen() || !input.value.trim();
+  updateSend();
   sessionStorage.setItem(DRAFT_KEY, input.value);
 });
 
@@ -375,20 +389,20 @@ function onDelta(frame) {
   const key = liveKey(frame.task, frame.coworker);
   let bubble = state.live.get(key);
   if (!bubble) {
-    const text = el("div", { class: "text" });
+    const text = el("div", { class: "text md" });
     bubble = el(
       "article",
       { class: "msg assistant live", "aria-busy": "true", dataset: { key, task: frame.task, coworker: frame.coworker || "" } },
       el("div", { class: "avatar sm", style: `--c: ${coworkerColour(frame.coworker)}`, "aria-hidden": "true", text: coworkerName(frame.coworker).charAt(0) }),
       el("div", { class: "bubble" }, el("header", {}, el("span", { class: "who", text: coworkerName(frame.coworker) }), " ", el("span", { class: "typing", "aria-hidden": "true" }, el("i"), el("i"), el("i"))), text),
     );
-    bubble.textNode = document.createTextNode("");
-    text.append(bubble.textNode);
+    bubble.raw = "";
     state.live.set(key, bubble);
     keepingScroll(() => empty.before(bubble));
     updateEmpty();
   }
-  keepingScroll(() => bubble.textNode.appendData(frame.text || ""));
+  bubble.raw += frame.text || "";
+  formatLive(bubble);
   const task = state.tasks.get(frame.task) || { id: frame.task, turn: null, status: "running", coworker: frame.coworker };
   if (!TERMINAL.has(task.status)) {
     task.status = "running";
@@ -397,6 +411,15 @@ function onDelta(frame) {
     state.tasks.set(frame.task, task);
     renderWorking();
   }
+}
+
+/** Format the streamed text once a frame, however many deltas arrived in it (text only, no HTML). */
+function formatLive(bubble) {
+  if (bubble.formatting) return;
+  bubble.formatting = requestAnimationFrame(() => {
+    bubble.formatting = 0;
+    keepingScroll(() => bubble.querySelector(".text").replaceChildren(formatStreaming(bubble.raw)));
+  });
 }
 
 function onTask(frame) {
@@ -418,7 +441,38 @@ function onTask(frame) {
     fillContextBars();
   }
   renderWorking();
+  updateRegenerate();
 }
+
+// Regenerate ----------------------------------------------------------------------------------------
+
+/** "Regenerate" on the last reply of the conversation, once nothing is being worked on. */
+function updateRegenerate() {
+  const users = history.querySelectorAll(".msg.user[data-turn]");
+  const last = users[users.length - 1];
+  const turn = last && !last.matches(".pending, .not-sent") && data.kind !== "meeting" ? Number(last.dataset.turn) : 0;
+  const busy = [...state.tasks.values()].some((task) => !TERMINAL.has(task.status));
+  const replies = turn && !busy ? history.querySelectorAll(`.msg.assistant:not(.steps)[data-turn="${turn}"] .msg-actions`) : [];
+  const target = replies[replies.length - 1] || null;
+  for (const button of history.querySelectorAll("[data-regenerate]")) if (button.parentElement !== target) button.remove();
+  if (!target) return;
+  let button = target.querySelector("[data-regenerate]");
+  if (!button) {
+    button = el("button", { type: "button", class: "link", "data-regenerate": String(turn), title: "Ask the same instruction again: a new answer below, this one stays", text: "Regenerate" });
+    target.append(button);
+  }
+  if (button.dataset.sent !== "1") button.disabled = !isOpen();
+}
+
+history.addEventListener("click", (event) => {
+  const button = event.target.closest("[data-regenerate]");
+  if (!button || !isOpen()) return;
+  if (send({ type: "task.regenerate", turn: Number(button.dataset.regenerate) })) {
+    button.dataset.sent = "1";
+    button.disabled = true;
+    button.textContent = "Regenerating…";
+  }
+});
 
 function renderWorking() {
   const open = [...state.tasks.values()].filter((t) => !TERMINAL.has(t.status)).sort((a, b) => (a.turn || 0) - (b.turn || 0));
@@ -561,17 +615,29 @@ newSessionButton.addEventListener("click", () => {
 
 // Sessions ------------------------------------------------------------------------------------------
 
-function rememberPastSession(sessionId) {
+function shortLine(text, limit) {
+  const line = text.split(/\s+/).join(" ").trim();
+  return line.length <= limit ? line : line.slice(0, limit - 1).trimEnd() + "…";
+}
+
+function rememberPastSession(sessionId, title, preview) {
   let menu = $("past-sessions");
   if (!menu) {
     const summary = el("summary", {}, el("span", { class: "label-long", text: "Past conversations" }), el("span", { class: "label-short", text: "Past" }), " ", el("span", { class: "count", text: "0" }));
-    menu = el("details", { class: "menu past", id: "past-sessions" }, summary, el("ul", { class: "menu-list" }));
+    menu = el("details", { class: "menu past", id: "past-sessions" }, summary, el("ul", { class: "menu-list past-list" }));
     newSessionButton.before(menu);
   }
   const count = menu.querySelector(".count");
   count.textContent = String(Number(count.textContent) + 1);
   const href = `${location.pathname.replace(/\/$/, "")}/sessions/${encodeURIComponent(sessionId)}/`;
-  menu.querySelector(".menu-list").prepend(el("li", {}, el("a", { href }, "Just now ", el("span", { class: "muted", text: "ended" }))));
+  const item = el(
+    "a",
+    { href },
+    el("span", { class: "past-title", text: shortLine(title, 70) || "Untitled conversation" }),
+    preview ? el("span", { class: "past-preview", text: shortLine(preview, 110) }) : null,
+    el("span", { class: "past-meta", text: "Ended just now" }),
+  );
+  menu.querySelector(".menu-list").prepend(el("li", {}, item));
 }
 
 function clearConversation() {
@@ -596,7 +662,7 @@ function onSession(frame) {
   const first = !state.haveSession;
   state.haveSession = true;
   if (switching) {
-    if (state.sessionId) rememberPastSession(state.sessionId);
+    if (state.sessionId) rememberPastSession(state.sessionId, history.querySelector(".msg.user .text")?.innerText || "", history.querySelector(".msg.assistant:not(.steps) .text")?.innerText || "");
     clearConversation();
     state.sessionId = session.id;
   }
@@ -624,6 +690,12 @@ function showError(frame) {
   const text = banner.querySelector(".banner-text");
   text.replaceChildren(el("span", { text: frame.detail || "Something went wrong." }), frame.code ? el("span", { class: "code", text: ` (${frame.code})` }) : null);
   banner.hidden = false;
+  for (const button of history.querySelectorAll("[data-regenerate][data-sent]")) {
+    // Refused (the rate limit, say): the button is there to try again.
+    delete button.dataset.sent;
+    button.textContent = "Regenerate";
+    button.disabled = !isOpen();
+  }
   if (INSTRUCTION_ERRORS.has(frame.code)) {
     const last = [...state.pending.entries()].pop();
     if (last) {
@@ -683,7 +755,8 @@ function setConnected(status, detail) {
   conn.querySelector("button")?.remove();
   const open = status === "open";
   input.disabled = !open;
-  sendButton.disabled = !open || !input.value.trim();
+  updateSend();
+  updateRegenerate();
   newSessionButton.disabled = !open;
   for (const button of history.querySelectorAll(".nudge-actions button")) button.disabled = !open;
   for (const button of working.querySelectorAll("[data-stop]")) button.disabled = !open;
@@ -772,6 +845,8 @@ window.addEventListener("online", () => {
 const draft = sessionStorage.getItem(DRAFT_KEY);
 if (draft) input.value = draft;
 autosize();
+updateSend();
+updateRegenerate();
 for (const node of history.querySelectorAll(".nudge")) setupNudge(node);
 for (const task of state.tasks.values()) refreshTaskState(task.turn);
 renderWorking();

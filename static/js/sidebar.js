@@ -20,6 +20,21 @@
   let retryTimer = null;
 
   const channelLink = (id) => nav.querySelector(`a[data-channel="${id}"]`);
+  const baseTitle = document.title.replace(/^\(\d+\) /, "");
+
+  /** The tab says how many replies wait elsewhere: "(3) Mina · Acme". */
+  function updateTitle() {
+    const total = [...nav.querySelectorAll("a[data-channel] .unread")].reduce((sum, badge) => sum + (Number(badge.textContent) || 0), 0);
+    document.title = total > 0 ? `(${total}) ${baseTitle}` : baseTitle;
+  }
+
+  /** While the socket is down nobody's state is known: no dot may claim "idle" or "working". */
+  function setPresenceKnown(known) {
+    document.documentElement.classList.toggle("presence-unknown", !known);
+    for (const said of document.querySelectorAll("#sidebar .status-text")) {
+      if (!known) said.textContent = "(status unknown while disconnected)";
+    }
+  }
 
   function unreadOf(id) {
     const badge = channelLink(id)?.querySelector(".unread");
@@ -41,6 +56,11 @@
     }
     badge.textContent = String(count);
     badge.setAttribute("aria-label", `${count} unread`);
+  }
+
+  function setUnreadAndTitle(id, count) {
+    setUnread(id, count);
+    updateTitle();
   }
 
   function setWorking(slug, busy) {
@@ -70,6 +90,8 @@
         covered.set(channel.id, channel.seq);
         setUnread(channel.id, channel.unread);
       }
+      updateTitle();
+      setPresenceKnown(true);
       const working = new Set(frame.working || []);
       for (const node of document.querySelectorAll("#sidebar a[data-coworker], .tile[data-presence]")) {
         const slug = node.dataset.coworker || node.dataset.presence;
@@ -80,7 +102,7 @@
       const seen = counted.get(frame.channel) || new Set();
       if (seen.has(frame.seq)) return;
       counted.set(frame.channel, seen.add(frame.seq));
-      setUnread(frame.channel, unreadOf(frame.channel) + 1);
+      setUnreadAndTitle(frame.channel, unreadOf(frame.channel) + 1);
     } else if (frame.type === "presence") {
       setWorking(frame.coworker, frame.status === "working");
     }
@@ -107,6 +129,7 @@
       if (socket !== ws) return;
       socket = null;
       delete nav.dataset.live;
+      setPresenceKnown(false);
       if (event.code === 4401 || event.code === 4403) return; // signed out: the page says so on its next load
       // 1 s, 2 s, 4 s … up to 30 s, with jitter so many tabs do not reconnect in step.
       const delay = Math.min(30, 2 ** retries) * (0.8 + Math.random() * 0.4);
@@ -121,5 +144,6 @@
   window.addEventListener("online", () => {
     if (!socket) connect();
   });
+  updateTitle();
   connect();
 })();
