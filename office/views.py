@@ -8,7 +8,6 @@ memory edits through office.memory_views.
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Iterable
 
 from django.contrib.auth.decorators import login_required
@@ -17,6 +16,7 @@ from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 
+from coworkers.providers import offline_responder_answers
 from sessions.models import MemoryItem, Message, Session, SummaryVersion, Task
 
 from . import presence, reading
@@ -353,5 +353,5 @@ def _scope_name(item: MemoryItem) -> str:
 
 
 def _offline() -> bool:
-    """No API key: the offline responder answers (the UI says so)."""
-    return not os.environ.get("ANTHROPIC_API_KEY", "").strip()
+    """The offline responder answers (no API key, or MODEL_PROVIDER=offline): the page says so, once."""
+    return offline_responder_answers()

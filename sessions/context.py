@@ -60,7 +60,10 @@ class SystemContext:
 CHANNEL_DESCRIPTIONS = {
     "direct": "a 1:1 conversation with the user",
     "main": "the office's main channel, with the user and the whole team",
-    "all_hands": "the all-hands channel: announcements to the whole team; answer briefly, only if it concerns you",
+    "all_hands": (
+        "the all-hands channel: announcements to the whole team; answer briefly (two or three sentences), "
+        "only if it concerns you"
+    ),
     "project": "a project channel",
     "meeting": "a meeting",
 }

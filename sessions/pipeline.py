@@ -318,7 +318,7 @@ def work_as(task: Task, slug: str, provider: Provider) -> str:
             max_output_tokens=policy.max_output_tokens,
             tools=() if last_step else tools.TOOL_SPECS,
             cache_after=cache_breakpoints(prompt),
-            payload={"turns": prompt.report["detailed_tasks"]},
+            payload={"turns": prompt.report["detailed_tasks"], "channel_kind": channel.kind},
         )
         deltas = DeltaBatcher(channel.pk, task.pk, slug)
         try:
@@ -372,7 +372,8 @@ def store_reply(task: Task, slug: str, completion: Completion, provider: Provide
         )
         events.send_event(task.session.channel_id, "message", message=message_json(message))
     usage = completion.usage
-    cost = cost_usd(completion.model, usage, settings.MODEL_PRICES)
+    # No model was called: nothing is billed, whatever model the policy names.
+    cost = 0.0 if provider.offline else cost_usd(completion.model, usage, settings.MODEL_PRICES)
     Task.objects.filter(pk=task.pk).update(
         provider=provider.name,
         model=completion.model or "",
