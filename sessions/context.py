@@ -883,6 +883,11 @@ def _report(
 ) -> dict:
     policy = inputs.policy
     kept_chars = sum(len(kept.text) for kept in kept_tails.values())
+    # A kept tail lists memory lines as it showed them; a line still current is an item's line now.
+    ids_by_line = {_memory_line(m): m.id for m in inputs.memory}
+    kept_memory = list(dict.fromkeys(
+        ids_by_line[line] for kept in kept_tails.values() for line in kept.memory if line in ids_by_line
+    ))
 
     def message_tokens(messages: list[BaseMessage]) -> int:
         return sum(estimate_tokens(_text(m)) for m in messages)
@@ -895,6 +900,8 @@ def _report(
             budget=policy.summary_chars,
             summarized_through=inputs.summarized_through,
             digested_tasks=digested_turns,
+            # The note a session started from "Start a new conversation" carries (always shown whole).
+            carried_note=bool(inputs.carried_note.strip()),
         ),
         "recent": {
             "chars": layer_texts["recent"],
@@ -914,6 +921,9 @@ def _report(
             "tasks": [c.turn for c in sorted(recalled, key=lambda c: c.key) if c.session == inputs.session],
             "exchanges": [_recalled_entry(c) for c in sorted(recalled, key=lambda c: c.key)],
             "memory_items": [m.id for m in fresh_shown],
+            # What the tails kept in front of earlier tasks show: memory items and recalled exchanges.
+            "kept_memory_items": kept_memory,
+            "kept_exchanges": sum(len(kept.recalled) for kept in kept_tails.values()),
         },
         "current": {"chars": layer_texts["current"], "tokens": message_tokens(current_messages)},
     }
