@@ -180,8 +180,14 @@ def _topic_tokens(text: str) -> set[str]:
 # A recalled exchange's header ("## Task 12 of this conversation, May 3") and its people's lines.
 _EXCHANGE = re.compile(r"^##\s+Task\s+(?P<turn>\d+)\s+of\s+(?P<where>this conversation|an earlier conversation)")
 _SAID_BY_USER = re.compile(r"^User(?:\s+\(the task after\))?:\s*(?P<text>.+)$")
-# "Draft…", "Please…", "Can you…", 「請…」「幫我…」: a request, which answers nothing when quoted back.
-_REQUEST_START = re.compile(r"^(?:please|can|could|would|will|let'?s|lets|pls)\b|^(?:請|幫我|麻煩|可以幫|能不能)", re.I)
+# "Draft…", "Remind me…", "Please…", "Can you…", 「請…」「幫我…」: a request, which answers nothing
+# when quoted back. (summarize.PAST holds the verbs of work: draft, write, plan…)
+_REQUEST_START = re.compile(
+    r"^(?:please|can|could|would|will|let'?s|lets|pls|remind|tell|show|give|explain|list|help|find|check|look"
+    r"|get|try|take)\b"
+    r"|^(?:請|幫我|麻煩|可以幫|能不能|提醒|告訴)",
+    re.I,
+)
 
 
 def _task_source(span: str, *, in_summary: bool) -> str:

@@ -17,8 +17,11 @@ const cache = new Map(); // "session:turn" -> Promise of the endpoint's JSON
 
 const fmt = (n) => (typeof n === "number" ? n.toLocaleString("en-US") : "—");
 const amount = (chars, tokens) => `${fmt(chars)} characters` + (typeof tokens === "number" ? ` · ~${fmt(tokens)} tokens` : "");
-const plainAmount = (chars, budget, tokens) =>
-  `${fmt(chars)}${typeof budget === "number" ? ` of ${fmt(budget)}` : ""} characters` + (typeof tokens === "number" ? `, about ${fmt(tokens)} tokens` : "");
+const plainAmount = (chars, budget, tokens) => {
+  const limit = typeof budget === "number" ? budget : null;
+  if (!chars) return limit === null ? "none" : `none (room for ${fmt(limit)} characters)`;
+  return `${fmt(chars)}${limit === null ? "" : ` of ${fmt(limit)}`} characters` + (typeof tokens === "number" ? `, about ${fmt(tokens)} tokens` : "");
+};
 
 export function el(tag, attrs = {}, ...children) {
   const node = document.createElement(tag);

@@ -218,6 +218,12 @@ def test_it_answers_from_what_a_person_said_never_from_a_reply():
     assert "Plan your agency" not in completion.text and "Draft a tagline" not in completion.text, "no reply, no request"
 
 
+def test_it_never_quotes_a_request_back():
+    earlier = (HumanMessage("Remind me of the launch date"), AIMessage("Sure."), HumanMessage("Check the launch plan."))
+    completion = OfflineResponder().complete(ask("What about the launch?", *earlier, system=(PERSONA,), payload={"turns": [1, 2]}))
+    assert completion.text == NOTHING_YET
+
+
 def test_it_answers_from_a_chinese_summary():
     summary = (
         "# Earlier in this conversation (summary)\n## Decisions\n"

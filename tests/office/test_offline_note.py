@@ -12,7 +12,7 @@ def test_offline_the_page_shows_one_notice_with_how_to_connect_a_model(client, b
     page = client.get(direct_channel.get_absolute_url()).content.decode()
 
     assert page.count('class="offline-note"') == 1
-    assert "Answers are offline." in page and "ANTHROPIC_API_KEY" in page and "ANTHROPIC_BASE_URL" in page
+    assert "Answers are offline:" in page and "ANTHROPIC_API_KEY" in page and "ANTHROPIC_BASE_URL" in page
 
 
 def test_with_a_model_connected_there_is_no_offline_notice(client, bob, direct_channel, monkeypatch):
