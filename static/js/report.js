@@ -149,7 +149,8 @@ function reportContent(answer) {
         el("li", { title: description, dataset: { layer: name } },
           el("span", { class: `swatch seg-${name}` }),
           el("span", { text: label }),
-          el("span", { class: "num", text: plainAmount(chars, layer.budget, tokens) }),
+          // Recall has no fixed budget of its own: it takes the room the other layers leave.
+          el("span", { class: "num", text: plainAmount(chars, name === "recalled" ? null : layer.budget, tokens) }),
         ),
       );
     }
