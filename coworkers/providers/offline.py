@@ -88,7 +88,7 @@ _BULLET = re.compile(r"^(?:[-*•+]|\d{1,3}[.)])\s+")
 @dataclass(frozen=True)
 class _Line:
     text: str
-    source: str  # "from memory", "summary, task 3", "you, task 12", ...
+    source: str  # "from memory", "summary, task 3", "said in task 12", ...
     tag: str = ""  # searched but not quoted: a memory item's kind ("decision")
 
     @property
@@ -192,7 +192,7 @@ _REQUEST_START = re.compile(
 
 def _task_source(span: str, *, in_summary: bool) -> str:
     task = f"task{'s' if re.search('[–-]', span) else ''} {span}"
-    return f"summary, {task}" if in_summary else f"you, {task}"
+    return f"summary, {task}" if in_summary else f"said in {task}"
 
 
 def _context_lines(text: str) -> Iterator[_Line]:
@@ -221,7 +221,7 @@ def _context_lines(text: str) -> Iterator[_Line]:
             continue
         if section == "recall" and (match := _EXCHANGE.match(line)):
             earlier = match["where"].startswith("an earlier")
-            exchange = "you, in an earlier conversation" if earlier else f"you, task {match['turn']}"
+            exchange = "said in an earlier conversation" if earlier else f"said in task {match['turn']}"
             continue
         if section is None or line.startswith("#") or line in (SUMMARY_FRAME, SUMMARY_END):
             continue  # sub-headers (## Decisions) keep the section they are in
@@ -281,7 +281,7 @@ def _message_lines(messages: Sequence[BaseMessage], turns: Sequence[Any] | None)
     if turns is not None and len(turns) != len(instructions):
         turns = None  # a list that does not fit would cite the wrong tasks; better to cite none
     for index, said in enumerate(instructions):
-        source = f"you, task {turns[index]}" if turns is not None else "you, earlier"
+        source = f"said in task {turns[index]}" if turns is not None else "said earlier"
         lines.extend(_said_lines(said, source))
     return lines
 

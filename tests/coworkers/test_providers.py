@@ -214,7 +214,7 @@ def test_it_answers_from_what_a_person_said_never_from_a_reply():
         AIMessage("Plan your agency's week in five minutes. The tagline works for the landing page."),
     )
     completion = OfflineResponder().complete(ask("When does the landing page go live?", *earlier, payload={"turns": [7]}))
-    assert completion.text == f"{FOUND}\n\n- The landing page goes live on May 4 (you, task 7)"
+    assert completion.text == f"{FOUND}\n\n- The landing page goes live on May 4 (said in task 7)"
     assert "Plan your agency" not in completion.text and "Draft a tagline" not in completion.text, "no reply, no request"
 
 
@@ -279,7 +279,7 @@ def test_it_answers_from_what_the_person_said_in_a_recalled_exchange_not_from_th
         ])
     )
     completion = OfflineResponder().complete(ask("Remind me about the offsite venue", recalled, system=(PERSONA,)))
-    assert completion.text == f"{FOUND}\n\n- We booked the Harbour Loft for the offsite (you, task 2)"
+    assert completion.text == f"{FOUND}\n\n- We booked the Harbour Loft for the offsite (said in task 2)"
 
 
 def test_it_says_it_has_nothing_yet_when_nothing_is_relevant():
@@ -307,14 +307,14 @@ def test_its_replies_never_quote_an_earlier_reply_however_long_the_conversation(
         )
         reply = responder.complete(request).text
         for line in reply.splitlines()[2:]:
-            said, source = re.fullmatch(r"- (.+) \((you, task \d+)\)", line).groups()
+            said, source = re.fullmatch(r"- (.+) \((said in task \d+)\)", line).groups()
             assert said + "." in asks, line
         replies.append(reply)
         tasks.append(TaskRecords(turn=turn, records=(
             record(f"u{turn}", f"a{turn - 1}" if turn > 1 else None, "user", said, turn=turn),
             record(f"a{turn}", f"u{turn}", "assistant", reply, coworker="mina", turn=turn),
         )))
-    assert "- The launch date is May 4 (you, task 1)" in replies[1]
+    assert "- The launch date is May 4 (said in task 1)" in replies[1]
 
 
 def test_it_never_quotes_the_persona():
