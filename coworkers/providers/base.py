@@ -42,7 +42,7 @@ class CompletionRequest:
     payload: structured input, so the offline responder never parses prose:
       fold:    {"previous": str, "tasks": [TaskRecords, ...], "max_chars": int, "multi_speaker": bool,
                 "answered_offline": the turns no model answered (optional)}
-      extract: {"task": TaskRecords}
+      extract: {"task": TaskRecords, "answered_offline": bool (optional: its replies are no facts)}
       route:   {"instruction": str, "coworkers": [{"slug", "name", "role", "skills"}, ...],
                 "channel_kind": str (optional)}
       reply:   {"turns": the detailed tasks' turns, oldest first (the prompt report's

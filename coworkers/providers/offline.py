@@ -107,8 +107,8 @@ class OfflineResponder:
     tool offered and an unmistakable "write a doc called X", it saves a stub; with a
     handoff tool and an unmistakable "hand this to Theo: …", it hands the work over;
     after tool results it reports them. fold: the extractive summary (without the
-    replies given offline). extract: the rule-based candidates from what people
-    said, as JSON. route: the best-matching coworkers' slugs as JSON. Every
+    replies given offline). extract: the rule-based candidates as JSON (of a task
+    answered offline, from what people said only). route: the best-matching coworkers' slugs as JSON. Every
     completion's model is "offline".
     """
 
@@ -440,8 +440,9 @@ def _without_replies(task: TaskRecords) -> TaskRecords:
 
 
 def _extract(payload: Mapping[str, Any]) -> str:
-    # Only what people said: a coworker's reply (this responder's own, above all) is not a fact to keep.
-    candidates = extract_candidates(_without_replies(payload["task"]))
+    # A task no model answered holds this responder's own replies: only what people said there is a fact.
+    task = payload["task"]
+    candidates = extract_candidates(_without_replies(task) if payload.get("answered_offline") else task)
     return json.dumps([{"text": c.text, "kind": c.kind} for c in candidates], ensure_ascii=False)
 
 

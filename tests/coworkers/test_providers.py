@@ -429,13 +429,16 @@ def test_it_extracts_memory_candidates_as_json():
     assert any("$29" in c["text"] for c in candidates)
 
 
-def test_it_extracts_memory_from_what_people_said_never_from_a_reply():
+def test_it_extracts_memory_from_what_people_said_never_from_an_offline_reply():
     task = TaskRecords(turn=4, records=(
         record("u", None, "user", "What should the tagline be?", turn=4),
         record("a", "u", "assistant", "We agreed to go with “Plan less, do more” as the tagline.", coworker="mina", turn=4),
     ))
-    request = CompletionRequest("extract", ("Extract.",), (HumanMessage("Extract."),), "m", 1_000, payload={"task": task})
-    assert json.loads(OfflineResponder().complete(request).text) == []
+    extract = lambda **extra: json.loads(OfflineResponder().complete(  # noqa: E731
+        CompletionRequest("extract", ("Extract.",), (HumanMessage("Extract."),), "m", 1_000, payload={"task": task, **extra})
+    ).text)
+    assert extract() != [], "a model's stated decision is remembered"
+    assert extract(answered_offline=True) == []
 
 
 COWORKERS = [
