@@ -59,6 +59,10 @@ def test_offline_the_page_says_so_once_and_replies_never_quote_each_other(server
     lines = [line.strip() for reply in replies[1:] for line in reply.splitlines()[1:] if line.strip()]
     assert lines and all(re.fullmatch(r"The launch date is May 4 \((said in task 1|from memory)\)", line) for line in lines), lines
     page.screenshot(path=str(ARTIFACTS / "offline-replies.png"))
+
+    page.set_viewport_size({"width": 390, "height": 844})  # a phone: the notice leaves the conversation room
+    assert page.locator(".offline-note").bounding_box()["height"] < 844 * 0.25
+    page.screenshot(path=str(ARTIFACTS / "offline-replies-390.png"))
     context.close()
 
 
