@@ -212,11 +212,10 @@ def run_task(task_id: int, *, provider: Provider | None = None) -> Task | None:
         return finish(task, Task.Status.FAILED, "This task was interrupted too many times; please send it again.")
     provider = provider or get_provider()
     responders = task.responders or ([task.coworker] if task.coworker else [])
-    if not responders:
-        # Only all-hands routes to nobody (coworkers.routing): nothing to run, and nothing failed.
-        note_nobody_answered(task)
-        return finish(task, Task.Status.DONE)
     try:
+        if not responders:
+            # Only all-hands routes to nobody (coworkers.routing): nothing to run, and nothing failed.
+            note_nobody_answered(task)
         for slug in responders:
             status = work_as(task, slug, provider)
             if status != Task.Status.DONE:
