@@ -18,9 +18,8 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMe
 
 from sessions.context import MEMORY_HEADER, RECALL_HEADER, SUMMARY_END, SUMMARY_FRAME, SUMMARY_HEADER
 from sessions.extract import extract_candidates, states_fact
-from sessions.history import ToolCall
+from sessions.history import TaskRecords, ToolCall
 from sessions.relevance import Index, shorten, similarity, split_sentences, stem, tokens
-from sessions.history import TaskRecords
 from sessions.summarize import MONTHS, PAST, summarize_extractively
 
 from .base import (
@@ -108,8 +107,8 @@ class OfflineResponder:
     handoff tool and an unmistakable "hand this to Theo: …", it hands the work over;
     after tool results it reports them. fold: the extractive summary (without the
     replies given offline). extract: the rule-based candidates as JSON (of a task
-    answered offline, from what people said only). route: the best-matching coworkers' slugs as JSON. Every
-    completion's model is "offline".
+    answered offline, from what people said only). route: the best-matching
+    coworkers' slugs as JSON. Every completion's model is "offline".
     """
 
     name = "offline"
