@@ -36,6 +36,7 @@ from .base import (
 # What every completion it makes says it was made by: no model was called, so nothing is billed.
 MODEL = "offline"
 NOTHING_YET = "I don't have anything on that yet."
+NOTHING_TO_ADD = "Nothing to add from me."
 FOUND = "Here's what I have on that:"
 
 QUOTE_LIMIT = 3
@@ -324,10 +325,13 @@ def _reply(request: CompletionRequest) -> str:
     turns = request.payload.get("turns")
     lines = [line for block in request.system for line in _context_lines(block)]
     lines += _message_lines(request.messages[:current], turns if isinstance(turns, Sequence) else None)
+    # A colleague who answered this task before (several answer in shared channels) said these already.
+    said_here = " ".join(message_text(m) for m in request.messages[current + 1 :] if isinstance(m, AIMessage))
+    fresh = [line for line in lines if _stated(line.text) not in said_here]
     brief = request.payload.get("channel_kind") == "all_hands"
-    found = _relevant_lines(instruction, lines, QUOTE_LIMIT_ALL_HANDS if brief else QUOTE_LIMIT)
+    found = _relevant_lines(instruction, fresh, QUOTE_LIMIT_ALL_HANDS if brief else QUOTE_LIMIT)
     if not found:
-        return NOTHING_YET
+        return NOTHING_TO_ADD if len(fresh) < len(lines) and _relevant_lines(instruction, lines) else NOTHING_YET
     return FOUND + "\n\n" + "\n".join(f"- {_stated(line.text)} ({line.source})" for line in found)
 
 

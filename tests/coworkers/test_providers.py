@@ -22,7 +22,7 @@ from coworkers.providers import (
     estimate_tokens,
     get_provider,
 )
-from coworkers.providers.offline import FOUND, NOTHING_YET
+from coworkers.providers.offline import FOUND, NOTHING_TO_ADD, NOTHING_YET
 from coworkers.providers.scripted import CallTools, Fail, Reply, ScriptedProvider, ScriptExhausted
 from sessions import context
 from sessions.history import InvalidSequence, Record, TaskRecords, ToolCall
@@ -290,6 +290,15 @@ def test_it_says_it_has_nothing_yet_when_nothing_is_relevant():
 def test_in_all_hands_it_answers_in_one_line():
     completion = OfflineResponder().complete(ask("Pricing and launch news?", payload={"channel_kind": "all_hands"}))
     assert completion.text.count("\n- ") == 1
+
+
+def test_a_second_coworker_on_the_same_task_does_not_repeat_the_first():
+    first = OfflineResponder().complete(ask("What did we decide about pricing?")).text
+    after_mina = ask("What did we decide about pricing?")
+    second = OfflineResponder().complete(
+        CompletionRequest("reply", after_mina.system, (*after_mina.messages, AIMessage(first)), "m", 512)
+    ).text
+    assert "$29" in first and second == NOTHING_TO_ADD
 
 
 def test_its_replies_never_quote_an_earlier_reply_however_long_the_conversation():

@@ -86,3 +86,19 @@ def test_when_several_answer_each_reply_is_theirs_and_they_are_asked_to_be_brief
     for request, name in zip(provider.requests, ("Mina", "Theo")):
         assert request.system[0].startswith(f"You are {name}")
         assert "answer briefly" in request.system[0]
+
+
+def test_offline_the_second_to_answer_does_not_repeat_the_first(office, all_hands, frames, no_background):
+    from coworkers.providers.offline import NOTHING_TO_ADD, OfflineResponder
+    from sessions.models import MemoryItem
+
+    MemoryItem.objects.create(office=office, text="The office closes at noon on Friday.", kind="company")
+    task = pipeline.post_instruction(channel=all_hands, text="@mina @theo the office closes on Friday: anything to flag?")
+
+    done = pipeline.run_task(task.pk, provider=OfflineResponder())
+
+    replies = services.task_messages(done.session, turn=done.turn).filter(role="assistant")
+    (mina, first), (theo, second) = replies.values_list("coworker", "content")
+    assert (mina, theo) == ("mina", "theo")
+    assert first.count("\n- ") == 1 and "closes at noon on Friday (from memory)" in first, "brief: one line"
+    assert second == NOTHING_TO_ADD
