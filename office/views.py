@@ -21,9 +21,11 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 
 from coworkers.routing import team_of
+from coworkers.providers import offline_responder_answers
 from sessions.models import MemoryItem, Message, Session, SummaryVersion, Task
 
-from . import presence, reading
+from . import presence, reading, report_text
+from .markdown import render as render_markdown
 from .models import Channel, Office
 from .rendering import html_of
 
@@ -33,6 +35,11 @@ MESSAGES_SHOWN = 200
 PAST_MESSAGES_SHOWN = 2000
 # The order of the prompt's layers, most stable first, as the context bar draws them.
 LAYERS = ("system", "memory", "summary", "recent", "recalled", "current")
+# What each layer is called on the page (static/js/report.js uses the same words).
+LAYER_TITLES = {
+    "system": "Instructions", "memory": "Memory", "summary": "Summary",
+    "recent": "Recent tasks", "recalled": "Recalled", "current": "This task",
+}
 # How an instruction's task state reads on the page (the page script uses the same words).
 TASK_LABELS = {"queued": "Queued", "running": "Working", "failed": "Failed", "stopped": "Stopped"}
 # The notice that suggests a new conversation starts with this (it is stored as a message).
@@ -185,21 +192,34 @@ def task_report(request: HttpRequest, channel_id: int, turn: int) -> JsonRespons
     summary = None
     through = report.get("summarized_through") or 0
     if through:
-        version = (
-            SummaryVersion.objects.filter(session=session, through_turn=through).order_by("-created_at").first()
-        )
+        # Every fold up to the one the prompt saw, each with the model that wrote it.
+        versions = list(SummaryVersion.objects.filter(session=session, through_turn__lte=through).order_by("through_turn"))
+        version = versions[-1] if versions and versions[-1].through_turn == through else None
         if version:
+            folds = [
+                {"from_turn": v.from_turn, "through_turn": v.through_turn, "model": v.model, "created_at": v.created_at.isoformat()}
+                for v in versions
+            ]
             summary = {
                 "text": version.text,
+                # Rendered on request: a summary is at most summary_chars long, and read only here.
+                "html": render_markdown(version.text),
                 "from_turn": version.from_turn,
                 "through_turn": version.through_turn,
                 "model": version.model,
                 "created_at": version.created_at.isoformat(),
+                "folds": folds,
+                "written_by": report_text.folds_line(folds),
             }
+    carried = None
+    if report and report_text.carried_note(report) and session.carried_note.strip():
+        carried = {"text": session.carried_note, "html": render_markdown(session.carried_note)}
 
+    recalled_layer = layers.get("recalled") or {}
     in_memory = _ids((layers.get("memory") or {}).get("items"))
-    recalled = _ids((layers.get("recalled") or {}).get("memory_items"))
-    items = MemoryItem.objects.filter(office_id=channel.office_id, pk__in=[*in_memory, *recalled])
+    recalled = _ids(recalled_layer.get("memory_items"))
+    kept = _ids(recalled_layer.get("kept_memory_items"))
+    items = MemoryItem.objects.filter(office_id=channel.office_id, pk__in=[*in_memory, *recalled, *kept])
     by_id = {item.pk: item for item in items.select_related("coworker", "channel")}
     memory = [
         {
@@ -210,11 +230,24 @@ def task_report(request: HttpRequest, channel_id: int, turn: int) -> JsonRespons
             "scope_name": _scope_name(item),
             "pinned": item.pinned,
             "active": item.active,
-            "layer": "memory" if pk in in_memory else "recalled",
+            # Where the prompt showed it: the memory layer, this task's tail (new since the summary),
+            # or the tail kept in front of an earlier task.
+            "layer": "memory" if pk in in_memory else "recalled" if pk in recalled else "kept",
         }
-        for pk in dict.fromkeys([*in_memory, *recalled])
+        for pk in dict.fromkeys([*in_memory, *recalled, *kept])
         if (item := by_id.get(pk)) is not None
     ]
+    usage = {
+        "provider": task.provider,
+        "model": task.model,
+        "input_tokens": task.input_tokens,
+        "cache_write_tokens": task.cache_write_tokens,
+        "cache_read_tokens": task.cache_read_tokens,
+        "output_tokens": task.output_tokens,
+        "cost_usd": str(task.cost_usd) if task.cost_usd is not None else None,
+    }
+    coworker = channel.office.coworkers.filter(slug=task.coworker).first() if task.coworker else None
+    who = coworker.name if coworker else (task.coworker or "The coworker")
 
     return JsonResponse(
         {
@@ -225,17 +258,11 @@ def task_report(request: HttpRequest, channel_id: int, turn: int) -> JsonRespons
             "status": task.status,
             "coworker": task.coworker,
             "report": task.prompt_report,
-            "usage": {
-                "provider": task.provider,
-                "model": task.model,
-                "input_tokens": task.input_tokens,
-                "cache_write_tokens": task.cache_write_tokens,
-                "cache_read_tokens": task.cache_read_tokens,
-                "output_tokens": task.output_tokens,
-                "cost_usd": str(task.cost_usd) if task.cost_usd is not None else None,
-            },
+            "usage": usage,
             "summary": summary,
+            "carried_note": carried,
             "memory_items": memory,
+            "overview": report_text.describe(task.prompt_report, who=who, usage=usage),
         },
         json_dumps_params={"ensure_ascii": False},
     )
@@ -385,7 +412,9 @@ def bar(report: dict) -> dict:
         layer = layers.get(name) or {}
         chars = int(layer.get("chars") or 0)
         tokens = layer.get("tokens")
-        segments.append({"name": name, "chars": chars, "tokens": tokens, "label": _amount(chars, tokens)})
+        segments.append(
+            {"name": name, "title": LAYER_TITLES[name], "chars": chars, "tokens": tokens, "label": _amount(chars, tokens)}
+        )
     total = report.get("total_chars") or sum(s["chars"] for s in segments)
     tokens = report.get("estimated_tokens")
     return {"segments": segments, "total_chars": total, "estimated_tokens": tokens, "label": _amount(total, tokens)}
@@ -413,5 +442,5 @@ def _scope_name(item: MemoryItem) -> str:
 
 
 def _offline() -> bool:
-    """No API key: the offline responder answers (the UI says so)."""
-    return not os.environ.get("ANTHROPIC_API_KEY", "").strip()
+    """The offline responder answers (no API key, or MODEL_PROVIDER=offline): the page says so, once."""
+    return offline_responder_answers()

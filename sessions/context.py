@@ -60,7 +60,10 @@ class SystemContext:
 CHANNEL_DESCRIPTIONS = {
     "direct": "a 1:1 conversation with the user",
     "main": "the office's main channel, with the user and the whole team",
-    "all_hands": "the all-hands channel: announcements to the whole team; answer briefly, only if it concerns you",
+    "all_hands": (
+        "the all-hands channel: announcements to the whole team; answer briefly (two or three sentences), "
+        "only if it concerns you"
+    ),
     "project": "a project channel",
     "meeting": "a meeting",
 }
@@ -882,6 +885,11 @@ def _report(
 ) -> dict:
     policy = inputs.policy
     kept_chars = sum(len(kept.text) for kept in kept_tails.values())
+    # A kept tail lists memory lines as it showed them; a line still current is an item's line now.
+    ids_by_line = {_memory_line(m): m.id for m in inputs.memory}
+    kept_memory = list(dict.fromkeys(
+        ids_by_line[line] for kept in kept_tails.values() for line in kept.memory if line in ids_by_line
+    ))
 
     def message_tokens(messages: list[BaseMessage]) -> int:
         return sum(estimate_tokens(_text(m)) for m in messages)
@@ -894,6 +902,8 @@ def _report(
             budget=policy.summary_chars,
             summarized_through=inputs.summarized_through,
             digested_tasks=digested_turns,
+            # The note a session started from "Start a new conversation" carries (always shown whole).
+            carried_note=bool(inputs.carried_note.strip()),
         ),
         "recent": {
             "chars": layer_texts["recent"],
@@ -913,6 +923,9 @@ def _report(
             "tasks": [c.turn for c in sorted(recalled, key=lambda c: c.key) if c.session == inputs.session],
             "exchanges": [_recalled_entry(c) for c in sorted(recalled, key=lambda c: c.key)],
             "memory_items": [m.id for m in fresh_shown],
+            # What the tails kept in front of earlier tasks show: memory items and recalled exchanges.
+            "kept_memory_items": kept_memory,
+            "kept_exchanges": sum(len(kept.recalled) for kept in kept_tails.values()),
         },
         "current": {"chars": layer_texts["current"], "tokens": message_tokens(current_messages)},
     }

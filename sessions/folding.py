@@ -12,7 +12,7 @@ import logging
 
 from django.db import IntegrityError, transaction
 
-from coworkers.providers import CompletionRequest, Provider, get_provider
+from coworkers.providers import ANSWERED_WITHOUT_A_MODEL, CompletionRequest, Provider, get_provider
 
 from . import context, history, summarize
 from .models import Session, SummaryVersion, Task
@@ -69,6 +69,10 @@ def fold_summary(*, session_id: int, through_turn: int, provider: Provider | Non
     if not tasks:
         return None
     speakers = {r.coworker for task in tasks for r in task.records if r.coworker}
+    # Tasks no model answered: the offline responder leaves their replies out of its summary.
+    answered_offline = Task.objects.filter(
+        session=session, turn__in=[task.turn for task in tasks], provider__in=ANSWERED_WITHOUT_A_MODEL
+    ).values_list("turn", flat=True)
     provider = provider or get_provider()
     request = CompletionRequest(
         purpose="fold",
@@ -81,6 +85,7 @@ def fold_summary(*, session_id: int, through_turn: int, provider: Provider | Non
             "tasks": tasks,
             "max_chars": max_chars,
             "multi_speaker": len(speakers) > 1,
+            "answered_offline": sorted(answered_offline),
         },
     )
     completion = provider.complete(request)

@@ -15,7 +15,7 @@ from django.db import transaction
 from django.utils import timezone
 from langchain_core.messages import HumanMessage
 
-from coworkers.providers import CompletionRequest, Provider, ProviderError, get_provider
+from coworkers.providers import ANSWERED_WITHOUT_A_MODEL, CompletionRequest, Provider, ProviderError, get_provider
 
 from . import extract, history, relevance
 from .models import MemoryEvent, MemoryItem, Task
@@ -53,7 +53,8 @@ def extract_memory(*, task_id: int, provider: Provider | None = None) -> list[Me
             messages=(HumanMessage(records.transcript()),),
             model=policy.summary_model,
             max_output_tokens=1024,
-            payload={"task": records},
+            # Its replies were the offline responder's own: never facts to remember.
+            payload={"task": records, "answered_offline": task.provider in ANSWERED_WITHOUT_A_MODEL},
         )
     )
     candidates = parse_candidates(completion.text)

@@ -46,6 +46,8 @@ DELTA_SECONDS, DELTA_CHARS = 0.05, 200
 STOP_CHECK_SECONDS = 0.5
 
 FAILED_UNEXPECTEDLY = "Something went wrong on our side while working on this. Please try again."
+# An all-hands message the router found nobody needs to answer: the task is done, and says so.
+NOBODY_ANSWERED = "No one had anything to add."
 
 
 class InstructionRejected(ValueError):
@@ -209,8 +211,12 @@ def run_task(task_id: int, *, provider: Provider | None = None) -> Task | None:
     if task.attempts > MAX_ATTEMPTS:
         return finish(task, Task.Status.FAILED, "This task was interrupted too many times; please send it again.")
     provider = provider or get_provider()
+    responders = task.responders or ([task.coworker] if task.coworker else [])
     try:
-        for slug in task.responders or [task.coworker]:
+        if not responders:
+            # Only all-hands routes to nobody (coworkers.routing): nothing to run, and nothing failed.
+            note_nobody_answered(task)
+        for slug in responders:
             status = work_as(task, slug, provider)
             if status != Task.Status.DONE:
                 return finish(task, status)
@@ -234,6 +240,15 @@ def run_task(task_id: int, *, provider: Provider | None = None) -> Task | None:
     except Exception:
         log.exception("task %s failed", task_id)
         return finish(task, Task.Status.FAILED, FAILED_UNEXPECTEDLY)
+
+
+def note_nobody_answered(task: Task) -> None:
+    """Store the notice that nobody answered, once (a resumed attempt finds it already there)."""
+    notices = services.task_messages(task.session, turn=task.turn).filter(role=Message.Role.NOTICE)
+    if notices.filter(content=NOBODY_ANSWERED).exists():
+        return
+    notice = services.append_message(session=task.session, turn=task.turn, role=Message.Role.NOTICE, content=NOBODY_ANSWERED)
+    events.send_event(task.session.channel_id, "message", message=message_json(notice))
 
 
 def claim(task_id: int) -> Task | None:
@@ -307,7 +322,7 @@ def work_as(task: Task, slug: str, provider: Provider) -> str:
             max_output_tokens=policy.max_output_tokens,
             tools=() if last_step else tools.TOOL_SPECS,
             cache_after=cache_breakpoints(prompt),
-            payload={"turns": prompt.report["detailed_tasks"]},
+            payload={"turns": prompt.report["detailed_tasks"], "channel_kind": channel.kind},
         )
         deltas = DeltaBatcher(channel.pk, task.pk, slug)
         try:
@@ -372,7 +387,8 @@ def store_reply(task: Task, slug: str, completion: Completion, provider: Provide
     usage = completion.usage
     if usage.total_input_tokens or usage.output_tokens:
         spending.record_call(task=task, coworker=coworker, slug=slug, completion=completion, provider=provider)
-    cost = cost_usd(completion.model, usage, settings.MODEL_PRICES)
+    # No model was called: nothing is billed, whatever model the policy names.
+    cost = 0.0 if provider.offline else cost_usd(completion.model, usage, settings.MODEL_PRICES)
     Task.objects.filter(pk=task.pk).update(
         provider=provider.name,
         model=completion.model or "",

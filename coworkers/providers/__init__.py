@@ -21,6 +21,7 @@ from .base import (
 from .offline import OfflineResponder
 
 __all__ = [
+    "ANSWERED_WITHOUT_A_MODEL",
     "Completion",
     "CompletionRequest",
     "OfflineResponder",
@@ -32,7 +33,18 @@ __all__ = [
     "estimate_request_tokens",
     "estimate_tokens",
     "get_provider",
+    "offline_responder_answers",
 ]
+
+# The providers (Task.provider) whose replies no model wrote: the offline responder's and the paced
+# load-test filler. Nothing they say is a fact to summarize, and they cost nothing.
+ANSWERED_WITHOUT_A_MODEL = ("offline", "paced")
+
+
+def offline_responder_answers() -> bool:
+    """Whether the offline responder answers here (what get_provider picks), without building a provider."""
+    choice = getattr(settings, "MODEL_PROVIDER", "auto")
+    return choice == "offline" or (choice == "auto" and not os.environ.get("ANTHROPIC_API_KEY", "").strip())
 
 
 def get_provider() -> Provider:
@@ -43,7 +55,7 @@ def get_provider() -> Provider:
         from .scripted import PacedProvider
 
         return PacedProvider(reply_chars=settings.PACED_REPLY_CHARS, chunk_delay=settings.PACED_CHUNK_MS / 1000)
-    if choice == "offline" or (choice == "auto" and not os.environ.get("ANTHROPIC_API_KEY", "").strip()):
+    if offline_responder_answers():
         return OfflineResponder()
     # Imported only now: without a key, nothing loads the anthropic SDK.
     from .claude import ClaudeProvider

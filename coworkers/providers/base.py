@@ -40,12 +40,14 @@ class CompletionRequest:
     detailed window and the last message), at most 3.
 
     payload: structured input, so the offline responder never parses prose:
-      fold:    {"previous": str, "tasks": [TaskRecords, ...], "max_chars": int, "multi_speaker": bool}
-      extract: {"task": TaskRecords}
+      fold:    {"previous": str, "tasks": [TaskRecords, ...], "max_chars": int, "multi_speaker": bool,
+                "answered_offline": the turns no model answered (optional)}
+      extract: {"task": TaskRecords, "answered_offline": bool (optional: its replies are no facts)}
       route:   {"instruction": str, "coworkers": [{"slug", "name", "role", "skills"}, ...],
                 "channel_kind": str (optional)}
       reply:   {"turns": the detailed tasks' turns, oldest first (the prompt report's
-                "detailed_tasks")} (optional; lets the offline responder say "From task 12")
+                "detailed_tasks"), "channel_kind": str} (optional; lets the offline responder
+                say "task 12", and answer in one line in all-hands)
     """
 
     purpose: str

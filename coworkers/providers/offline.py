@@ -1,5 +1,9 @@
-"""The offline responder: the provider without an API key; deterministic, labelled, and answering only from its prompt.
-Pure: imports the standard library, langchain_core and pure sessions modules (no Django, no ORM, no LLM SDK)."""
+"""The offline responder: the provider without an API key; deterministic, answering only from its prompt.
+Pure: imports the standard library, langchain_core and pure sessions modules (no Django, no ORM, no LLM SDK).
+
+Its replies are built from memory, the summary and what people said, never from a coworker's
+earlier replies (its own included), so a reply can never quote another one. The page says once
+that answers are offline (office.views), so the replies themselves carry no label."""
 
 from __future__ import annotations
 
@@ -13,10 +17,10 @@ from typing import Any
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
 from sessions.context import MEMORY_HEADER, RECALL_HEADER, SUMMARY_END, SUMMARY_FRAME, SUMMARY_HEADER
-from sessions.extract import extract_candidates
-from sessions.history import ToolCall
+from sessions.extract import extract_candidates, states_fact
+from sessions.history import TaskRecords, ToolCall
 from sessions.relevance import Index, shorten, similarity, split_sentences, stem, tokens
-from sessions.summarize import MONTHS, summarize_extractively
+from sessions.summarize import MONTHS, PAST, summarize_extractively
 
 from .base import (
     Completion,
@@ -29,10 +33,14 @@ from .base import (
     stream_text,
 )
 
-LABEL = "Offline mode:"
-API_KEY_HINT = "Set ANTHROPIC_API_KEY to have a coworker answer for real."
+# What every completion it makes says it was made by: no model was called, so nothing is billed.
+MODEL = "offline"
+NOTHING_YET = "I don't have anything on that yet."
+NOTHING_TO_ADD = "Nothing to add from me."
+FOUND = "Here's what I have on that:"
 
 QUOTE_LIMIT = 3
+QUOTE_LIMIT_ALL_HANDS = 1  # in #all-hands every answer is brief
 QUOTE_CHARS = 300
 TOOL_RESULT_LINES = 3
 RELATIVE_CUTOFF = 0.5  # a line scoring below this share of the best one is noise next to it
@@ -80,7 +88,7 @@ _BULLET = re.compile(r"^(?:[-*•+]|\d{1,3}[.)])\s+")
 @dataclass(frozen=True)
 class _Line:
     text: str
-    source: str  # "From memory", "From the summary (task 3)", "From task 12", ...
+    source: str  # "from memory", "summary, task 3", "said in task 12", ...
     tag: str = ""  # searched but not quoted: a memory item's kind ("decision")
 
     @property
@@ -92,14 +100,16 @@ class _Line:
 class OfflineResponder:
     """Answers every purpose without a model.
 
-    reply: quotes the 1-3 lines of its prompt (memory, summary, recalled and
-    earlier messages) most relevant to the instruction, saying where each came
-    from; with nothing relevant, says plainly that it cannot do new work. Every
-    reply starts with "Offline mode:". With a write_document tool offered and an
-    unmistakable "write a doc called X", it saves a stub; with a handoff tool and an
-    unmistakable "hand this to Theo: …", it hands the work over; after tool results it
-    reports them. fold: the extractive summary. extract: the rule-based
-    candidates as JSON. route: the best-matching coworkers' slugs as JSON.
+    reply: the 1-3 lines of its prompt (memory, the summary, and what people said
+    earlier, in the window or recalled) most relevant to the instruction, each
+    saying where it came from, in the coworker's voice; "I don't have anything on
+    that yet" when nothing matches. Never a coworker's reply. With a write_document
+    tool offered and an unmistakable "write a doc called X", it saves a stub; with a
+    handoff tool and an unmistakable "hand this to Theo: …", it hands the work over;
+    after tool results it reports them. fold: the extractive summary (without the
+    replies given offline). extract: the rule-based candidates as JSON (of a task
+    answered offline, from what people said only). route: the best-matching
+    coworkers' slugs as JSON. Every completion's model is "offline".
     """
 
     name = "offline"
@@ -140,7 +150,7 @@ class OfflineResponder:
             text=sent,
             tool_calls=calls,
             usage=Usage(input_tokens=estimate_request_tokens(request), output_tokens=output),
-            model=request.model,
+            model=MODEL,
             stop_reason=stop_reason,
         )
 
@@ -167,15 +177,35 @@ def _topic_tokens(text: str) -> set[str]:
 
 # --- reply: where the lines come from ----------------------------------------
 
+# A recalled exchange's header ("## Task 12 of this conversation, May 3") and its people's lines.
+_EXCHANGE = re.compile(r"^##\s+Task\s+(?P<turn>\d+)\s+of\s+(?P<where>this conversation|an earlier conversation)")
+_SAID_BY_USER = re.compile(r"^User(?:\s+\(the task after\))?:\s*(?P<text>.+)$")
+# "Draft…", "Remind me…", "Please…", "Can you…", 「請…」「幫我…」: a request, which answers nothing
+# when quoted back. (summarize.PAST holds the verbs of work: draft, write, plan…)
+_REQUEST_START = re.compile(
+    r"^(?:please|can|could|would|will|let'?s|lets|pls|remind|tell|show|give|explain|list|help|find|check|look"
+    r"|get|try|take)\b"
+    r"|^(?:請|幫我|麻煩|可以幫|能不能|提醒|告訴)",
+    re.I,
+)
+
+
+def _task_source(span: str, *, in_summary: bool) -> str:
+    task = f"task{'s' if re.search('[–-]', span) else ''} {span}"
+    return f"summary, {task}" if in_summary else f"said in {task}"
+
 
 def _context_lines(text: str) -> Iterator[_Line]:
     """Lines of the memory, summary and recall blocks (sessions.context's layout), each with its source.
 
     Anything under another top-level header (the persona, the office) is not
-    quoted: it tells the model how to behave, it does not answer anything.
+    quoted: it tells the model how to behave, it does not answer anything. Of a
+    digest or a recalled exchange only what the user said is taken: a coworker's
+    reply is never a source.
     """
     section: str | None = None
     part = "summary"  # inside the summary block: "summary", "digests" or "carried"
+    exchange = ""  # inside the recall block: the source of the exchange being read
     for raw in text.splitlines():
         line = raw.strip()
         if not line:
@@ -187,7 +217,11 @@ def _context_lines(text: str) -> Iterator[_Line]:
                 else "recall" if line.startswith(RECALL_HEADER)
                 else None
             )
-            part = "summary"
+            part, exchange = "summary", ""
+            continue
+        if section == "recall" and (match := _EXCHANGE.match(line)):
+            earlier = match["where"].startswith("an earlier")
+            exchange = "said in an earlier conversation" if earlier else f"said in task {match['turn']}"
             continue
         if section is None or line.startswith("#") or line in (SUMMARY_FRAME, SUMMARY_END):
             continue  # sub-headers (## Decisions) keep the section they are in
@@ -198,20 +232,35 @@ def _context_lines(text: str) -> Iterator[_Line]:
                 part = "carried" if line.startswith("Carried") else "summary"
             continue
         if match := _MEMORY_LINE.match(line):
-            yield _Line(match["text"], "From memory", match["kind"])
+            yield _Line(match["text"], "from memory", match["kind"])
         elif section == "memory":
             continue  # the block's description line
+        elif section == "recall":
+            if exchange and (said := _SAID_BY_USER.match(line)):
+                yield from _said_lines(said["text"], exchange)
+            # Anything else there is a coworker's reply, or a line of another layout: not a source.
         elif match := _TASK_LINE.match(line):
-            span = match["span"]
-            task = f"task{'s' if re.search('[–-]', span) else ''} {span}"
-            in_summary = section == "summary" and part == "summary"  # a topic bullet, not a digest
-            yield _Line(match["text"], f"From the summary ({task})" if in_summary else f"From {task}")
+            if section == "summary" and part == "summary":  # a topic bullet
+                yield _Line(match["text"], _task_source(match["span"], in_summary=True))
+            else:  # a digest, "instruction → answer": only the instruction is someone's words
+                said = match["text"].split(" → ", 1)[0]
+                yield from _said_lines(said, _task_source(match["span"], in_summary=False))
         elif match := _SUMMARY_REF.match(line):
-            yield _Line(match["text"], f"From the summary ({match['ref'].lower()})")
+            yield _Line(match["text"], f"summary, {match['ref'].lower()}")
         elif part == "carried":
-            yield _Line(_BULLET.sub("", line), "From the previous conversation")
-        else:
-            yield _Line(_BULLET.sub("", line), "From the summary" if section == "summary" else "Recalled from earlier")
+            yield _Line(_BULLET.sub("", line), "our previous conversation")
+        elif section == "summary" and part == "summary":
+            yield _Line(_BULLET.sub("", line), "summary")
+
+
+def _said_lines(text: str, source: str) -> Iterator[_Line]:
+    """The sentences of what a person said that state something: not questions, not requests."""
+    for sentence in split_sentences(text):
+        sentence = sentence.strip()
+        first = sentence.split(" ", 1)[0].lower().strip(",:;")
+        if first in PAST or _REQUEST_START.match(sentence) or not states_fact(sentence):
+            continue
+        yield _Line(sentence, source)
 
 
 def _is_context_block(message: BaseMessage) -> bool:
@@ -220,38 +269,24 @@ def _is_context_block(message: BaseMessage) -> bool:
 
 
 def _message_lines(messages: Sequence[BaseMessage], turns: Sequence[Any] | None) -> list[_Line]:
-    """Lines of the earlier tasks: each instruction with its final answer, the answers' sentences, the
-    first lines of tool results, and the recalled blocks."""
+    """Lines of the earlier tasks: what people said in them (never a reply, nor tool output), and the
+    context blocks (recall, fresh memory) shown in front of them."""
     lines: list[_Line] = []
-    tasks: list[list[BaseMessage]] = []
+    instructions: list[str] = []
     for message in messages:
         if _is_context_block(message):
             lines.extend(_context_lines(message_text(message)))
-        elif isinstance(message, HumanMessage) or not tasks:
-            tasks.append([message])
-        else:
-            tasks[-1].append(message)
-    if turns is not None and len(turns) != len(tasks):
+        elif isinstance(message, HumanMessage):
+            instructions.append(message_text(message))
+    if turns is not None and len(turns) != len(instructions):
         turns = None  # a list that does not fit would cite the wrong tasks; better to cite none
-    for index, task in enumerate(tasks):
-        source = f"From task {turns[index]}" if turns is not None else "From earlier in this conversation"
-        instruction = message_text(task[0]) if isinstance(task[0], HumanMessage) else ""
-        answers = [message_text(m) for m in task if isinstance(m, AIMessage) and message_text(m).strip()]
-        if instruction.strip():
-            # An instruction alone answers nothing; with the reply it got, it says what was done.
-            answer = f" → {shorten(' '.join(answers[-1].split()), 200)}" if answers else ""
-            lines.append(_Line(shorten(" ".join(instruction.split()), 100) + answer, source))
-        for message in task:
-            text = message_text(message)
-            if isinstance(message, ToolMessage):
-                first = [line.strip() for line in text.splitlines() if line.strip()][:TOOL_RESULT_LINES]
-                lines.extend(_Line(line, source) for line in first)
-            elif isinstance(message, AIMessage):
-                lines.extend(_Line(sentence, source) for sentence in split_sentences(text))
+    for index, said in enumerate(instructions):
+        source = f"said in task {turns[index]}" if turns is not None else "said earlier"
+        lines.extend(_said_lines(said, source))
     return lines
 
 
-def _relevant_lines(instruction: str, lines: Sequence[_Line]) -> list[_Line]:
+def _relevant_lines(instruction: str, lines: Sequence[_Line], limit: int = QUOTE_LIMIT) -> list[_Line]:
     instruction = " ".join([instruction, *(word for word, asked, _ in CONCEPTS if asked.search(instruction))])
     wanted = _topic_tokens(instruction)
     wanted = (wanted - SOFT) or wanted
@@ -276,7 +311,7 @@ def _relevant_lines(instruction: str, lines: Sequence[_Line]) -> list[_Line]:
         if any(similarity(line.text, other.text) >= SAME_LINE for other in chosen):
             continue
         chosen.append(line)
-        if len(chosen) == QUOTE_LIMIT:
+        if len(chosen) == limit:
             break
     return chosen
 
@@ -290,18 +325,19 @@ def _reply(request: CompletionRequest) -> str:
     turns = request.payload.get("turns")
     lines = [line for block in request.system for line in _context_lines(block)]
     lines += _message_lines(request.messages[:current], turns if isinstance(turns, Sequence) else None)
-    found = _relevant_lines(instruction, lines)
+    # A colleague who answered this task before (several answer in shared channels) said these already.
+    said_here = " ".join(message_text(m) for m in request.messages[current + 1 :] if isinstance(m, AIMessage))
+    fresh = [line for line in lines if _stated(line.text) not in said_here]
+    brief = request.payload.get("channel_kind") == "all_hands"
+    found = _relevant_lines(instruction, fresh, QUOTE_LIMIT_ALL_HANDS if brief else QUOTE_LIMIT)
     if not found:
-        noted = _quote(instruction) if instruction.strip() else "(an empty instruction)"
-        return (
-            f"{LABEL} no AI model is connected, so I can't do new work on this, and nothing in this "
-            f"conversation's memory or history answers it.\n\nNoted for the team: {noted}\n\n{API_KEY_HINT}"
-        )
-    quotes = "\n".join(f"- {line.source}: {_quote(line.text)}" for line in found)
-    return (
-        f"{LABEL} no AI model answered this. Here is what this conversation already holds about it:\n\n"
-        f"{quotes}\n\n{API_KEY_HINT}"
-    )
+        return NOTHING_TO_ADD if len(fresh) < len(lines) and _relevant_lines(instruction, lines) else NOTHING_YET
+    return FOUND + "\n\n" + "\n".join(f"- {_stated(line.text)} ({line.source})" for line in found)
+
+
+def _stated(text: str) -> str:
+    """A line as it is said in a reply: on one line, shortened, without its closing full stop."""
+    return shorten(" ".join(text.split()), QUOTE_CHARS).rstrip(" .。")
 
 
 # --- reply: tools --------------------------------------------------------------
@@ -319,7 +355,7 @@ def _answer_tool_results(messages: Sequence[BaseMessage]) -> str:
         outcome = "failed" if message.status == "error" else "returned"
         name = names.get(message.tool_call_id, "a tool")
         reports.append(f"- {name} {outcome}: {_quote(' / '.join(first) or '(nothing)')}")
-    return f"{LABEL} no AI model answered this; here is what the tools reported:\n\n" + "\n".join(reports)
+    return "Here's what came back:\n\n" + "\n".join(reports)
 
 
 # Only an unmistakable request to write a document gets a write_document call.
@@ -360,11 +396,7 @@ def _document_call(request: CompletionRequest) -> tuple[str, tuple[ToolCall, ...
         f"> {instruction}\n\nTo do: write this document."
     )
     call = ToolCall(id=_call_id(request), name="write_document", args={"title": title, "content": content})
-    text = (
-        f"{LABEL} no AI model is connected, so I'm saving a stub document called “{title}” "
-        "with your instruction in it."
-    )
-    return text, (call,)
+    return f"I'm saving a stub document called “{title}” with your instruction in it.", (call,)
 
 
 # Only an unmistakable "hand this to Theo: …" (or 「交給 Theo：…」) gets a handoff call.
@@ -382,7 +414,7 @@ def _handoff_call(request: CompletionRequest) -> tuple[str, tuple[ToolCall, ...]
     who = match["who"] or match["zh_who"]
     brief = (match["brief"] or match["zh_brief"] or "").strip() or request.instruction.strip()
     call = ToolCall(id=_call_id(request), name="handoff", args={"coworker": who, "brief": brief})
-    return f"{LABEL} no AI model is connected, so I'm handing this to {who} as you asked.", (call,)
+    return f"I'm handing this to {who}, as you asked.", (call,)
 
 
 def _takes(spec: ToolSpec, *names: str) -> bool:
@@ -394,16 +426,26 @@ def _takes(spec: ToolSpec, *names: str) -> bool:
 
 
 def _fold(payload: Mapping[str, Any]) -> str:
+    # Replies given offline are left out: folded in, they would come back as "the summary" in the next
+    # offline reply, which would then quote an earlier one.
+    offline = set(payload.get("answered_offline", ()))
+    tasks = [_without_replies(task) if task.turn in offline else task for task in payload["tasks"]]
     return summarize_extractively(
         payload.get("previous", ""),
-        payload["tasks"],
+        tasks,
         max_chars=payload["max_chars"],
         multi_speaker=payload.get("multi_speaker", False),
     )
 
 
+def _without_replies(task: TaskRecords) -> TaskRecords:
+    return TaskRecords(turn=task.turn, records=tuple(r for r in task.records if r.role != "assistant"))
+
+
 def _extract(payload: Mapping[str, Any]) -> str:
-    candidates = extract_candidates(payload["task"])
+    # A task no model answered holds this responder's own replies: only what people said there is a fact.
+    task = payload["task"]
+    candidates = extract_candidates(_without_replies(task) if payload.get("answered_offline") else task)
     return json.dumps([{"text": c.text, "kind": c.kind} for c in candidates], ensure_ascii=False)
 
 

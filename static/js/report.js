@@ -1,13 +1,15 @@
 // "Context you can see": the stacked bar under a coworker's reply, and the report dialog it opens.
-// Everything from the server is set with textContent; nothing here builds HTML from data.
+// Everything from the server is set with textContent; nothing here builds HTML from data. The one
+// exception is a summary's HTML, rendered and sanitized on the server as messages are.
 
+// The same names as office.views.LAYER_TITLES, so the bar's tooltips and the dialog agree.
 export const LAYERS = [
-  ["system", "System", "Persona, office, channel and who is in it"],
-  ["memory", "Memory", "Long-term memory items"],
-  ["summary", "Summary", "Rolling summary of older tasks (and digests)"],
-  ["recent", "Recent", "Recent tasks in full detail"],
-  ["recalled", "Recalled", "Older tasks recalled for this instruction"],
-  ["current", "Current", "This instruction and its own tool loop"],
+  ["system", "Instructions", "Who they are, the office, this channel and who is in it"],
+  ["memory", "Memory", "Facts the office remembers"],
+  ["summary", "Summary", "Older tasks in short: the summary, notes on tasks not summarized yet, a note carried from the previous conversation"],
+  ["recent", "Recent tasks", "The latest tasks, in full"],
+  ["recalled", "Recalled", "Earlier work found for this message, and facts remembered since the summary"],
+  ["current", "This task", "Your message and the work done on it so far"],
 ];
 
 const data = JSON.parse(document.getElementById("channel-data")?.textContent || "{}");
@@ -15,6 +17,11 @@ const cache = new Map(); // "session:turn" -> Promise of the endpoint's JSON
 
 const fmt = (n) => (typeof n === "number" ? n.toLocaleString("en-US") : "—");
 const amount = (chars, tokens) => `${fmt(chars)} characters` + (typeof tokens === "number" ? ` · ~${fmt(tokens)} tokens` : "");
+const plainAmount = (chars, budget, tokens) => {
+  const limit = typeof budget === "number" ? budget : null;
+  if (!chars) return limit === null ? "none" : `none (room for ${fmt(limit)} characters)`;
+  return `${fmt(chars)}${limit === null ? "" : ` of ${fmt(limit)}`} characters` + (typeof tokens === "number" ? `, about ${fmt(tokens)} tokens` : "");
+};
 
 export function el(tag, attrs = {}, ...children) {
   const node = document.createElement(tag);
@@ -114,41 +121,51 @@ function turnChips(turns) {
   return el("span", { class: "turns" }, turns.map((t) => el("span", { class: "t", text: `#${t}` })));
 }
 
+// Where a remembered fact was in the prompt (office.views.task_report: "layer").
+const MEMORY_PLACES = {
+  memory: "in the memory part",
+  recalled: "new since the summary, shown with this message",
+  kept: "shown with an earlier task, still in the prompt",
+};
+
 function reportContent(answer) {
   const report = answer.report;
+  const overview = answer.overview || {};
   const parts = [];
   if (!report) {
     parts.push(el("p", { class: "muted", text: "This task has no prompt report yet: it may still be waiting to run." }));
   } else {
-    const bar = barFromReport(report);
+    // One plain sentence first, made on the server from the same report the bar is drawn from.
+    parts.push(el("p", { class: "report-sentence", text: overview.sentence || "" }));
     const layers = report.layers || {};
-    parts.push(el("p", { class: "muted", text: `Total: ${amount(bar.total_chars, bar.estimated_tokens)} (estimated; characters are the budget unit).` }));
-    const track = el("div", { class: "big-track", role: "img", "aria-label": "Share of each layer" });
+    const track = el("div", { class: "big-track", role: "img", "aria-label": "Share of each part of the prompt" });
     const legend = el("ul", { class: "legend" });
     for (const [name, label, description] of LAYERS) {
       const layer = layers[name] || {};
       const chars = Number(layer.chars) || 0;
-      if (chars) track.append(el("span", { class: `seg seg-${name}`, style: `flex-grow: ${chars}`, title: `${label}: ${amount(chars, layer.tokens)}` }));
-      const budget = typeof layer.budget === "number" ? ` of ${fmt(layer.budget)}` : "";
+      const tokens = typeof layer.tokens === "number" ? layer.tokens : null;
+      if (chars) track.append(el("span", { class: `seg seg-${name}`, style: `flex-grow: ${chars}`, title: `${label}: ${amount(chars, tokens)}` }));
       legend.append(
-        el("li", { title: description },
+        el("li", { title: description, dataset: { layer: name } },
           el("span", { class: `swatch seg-${name}` }),
           el("span", { text: label }),
-          el("span", { class: "num", text: `${fmt(chars)}${budget} ch${typeof layer.tokens === "number" ? ` · ~${fmt(layer.tokens)} tok` : ""}` }),
+          // Recall has no fixed budget of its own: it takes the room the other layers leave.
+          el("span", { class: "num", text: plainAmount(chars, name === "recalled" ? null : layer.budget, tokens) }),
         ),
       );
     }
     parts.push(track, legend);
+    if (overview.total) parts.push(el("p", { class: "muted", text: overview.total }));
 
     parts.push(el("h3", { text: "Earlier tasks in this prompt" }));
     const through = report.summarized_through || 0;
     parts.push(
       el("dl", {},
-        el("dt", { text: "In full detail" }), el("dd", {}, turnChips(report.detailed_tasks || layers.recent?.tasks)),
-        el("dt", { text: "As a short digest" }), el("dd", {}, turnChips(report.digested_tasks)),
-        el("dt", { text: "In the summary" }), el("dd", { text: through ? `tasks 1–${through}` : "none yet" }),
-        el("dt", { text: "Recalled by relevance" }), el("dd", { text: recalledSummary(layers.recalled?.exchanges || []) }),
-        el("dt", { text: "With the notes they were first shown" }), el("dd", {}, turnChips(layers.recent?.kept_tails)),
+        el("dt", { text: "In full" }), el("dd", {}, turnChips(report.detailed_tasks || layers.recent?.tasks)),
+        el("dt", { text: "As short notes" }), el("dd", {}, turnChips(report.digested_tasks)),
+        el("dt", { text: "In the summary" }), el("dd", { text: through ? (through > 1 ? `tasks 1–${through}` : "task 1") : "none yet" }),
+        el("dt", { text: "Found for your message" }), el("dd", { text: recalledSummary(layers.recalled?.exchanges || []) }),
+        el("dt", { text: "Shown again with what was recalled for them" }), el("dd", {}, turnChips(layers.recent?.kept_tails)),
       ),
     );
     const exchanges = layers.recalled?.exchanges || [];
@@ -167,24 +184,20 @@ function reportContent(answer) {
         ),
       );
     }
-    if (report.budget) {
-      const room = layers.recalled?.room;
-      parts.push(el("p", { class: "muted", text: `Memory, summary, recent tasks and recall took ${fmt(report.budget.used)} of the ${fmt(report.budget.total)} characters they share (the coworker's instructions and your message come on top)${room ? `; recall could have taken up to ${fmt(room)} and kept what bears on your message` : ""}.` }));
-    }
   }
 
   parts.push(el("h3", { text: "Summary the model saw" }));
+  for (const line of overview.summary || []) parts.push(el("p", { class: "muted", text: line }));
   if (answer.summary) {
     const s = answer.summary;
-    parts.push(el("p", { class: "muted", text: `Tasks ${s.from_turn > 1 ? `1–${s.through_turn} (this fold added ${s.from_turn}–${s.through_turn})` : `1–${s.through_turn}`} · ${s.model}` }));
-    parts.push(el("pre", { class: "summary-text", text: s.text }));
+    if (s.written_by) parts.push(el("p", { class: "muted", text: s.written_by }));
+    parts.push(summaryText(s));
   } else if (report && report.summarized_through) {
-    parts.push(el("p", { class: "muted", text: `A summary of tasks 1–${report.summarized_through} (its text is no longer stored).` }));
-  } else {
-    parts.push(el("p", { class: "muted", text: "No summary: every earlier task fit in detail." }));
+    parts.push(el("p", { class: "muted", text: "Its text is no longer stored." }));
   }
+  if (answer.carried_note) parts.push(summaryText(answer.carried_note));
 
-  parts.push(el("h3", { text: "Long-term memory used" }));
+  parts.push(el("h3", { text: "Remembered facts used" }));
   if (answer.memory_items && answer.memory_items.length) {
     parts.push(
       el("ul", { class: "mem-list" },
@@ -193,34 +206,42 @@ function reportContent(answer) {
             el("span", { class: `chip kind-${item.kind}`, text: item.kind }), " ",
             item.pinned ? el("span", { class: "chip pin", text: "pinned" }) : null, item.pinned ? " " : null,
             el("span", { text: item.text }),
-            el("span", { class: "muted", text: ` · ${item.scope_name}${item.layer === "recalled" ? " · recalled" : ""}${item.active ? "" : " · deleted since"}` }),
+            el("span", { class: "muted", text: ` · ${item.scope_name} · ${MEMORY_PLACES[item.layer] || item.layer}${item.active ? "" : " · deleted since"}` }),
           ),
         ),
       ),
     );
   } else {
-    parts.push(el("p", { class: "muted", text: "No memory items were in this prompt." }));
+    parts.push(el("p", { class: "muted", text: "No remembered facts were in this prompt." }));
   }
 
   const u = answer.usage || {};
   parts.push(el("h3", { text: "Tokens and cost" }));
-  const cost = u.cost_usd === null || u.cost_usd === undefined ? "—" : `$${Number(u.cost_usd).toFixed(4)}`;
+  const estimated = overview.offline ? " (estimated)" : "";
   parts.push(
     el("dl", {},
-      el("dt", { text: "Model" }), el("dd", { text: [u.provider, u.model].filter(Boolean).join(" · ") || "—" }),
-      el("dt", { text: "Input tokens" }), el("dd", { text: fmt(u.input_tokens) }),
-      el("dt", { text: "Cache write" }), el("dd", { text: fmt(u.cache_write_tokens) }),
-      el("dt", { text: "Cache read" }), el("dd", { text: fmt(u.cache_read_tokens) }),
-      el("dt", { text: "Output tokens" }), el("dd", { text: fmt(u.output_tokens) }),
-      el("dt", { text: "Cost" }), el("dd", { text: cost }),
+      el("dt", { text: "Model" }), el("dd", { text: overview.model || u.model || "—" }),
+      el("dt", { text: "Input tokens" }), el("dd", { text: fmt(u.input_tokens) + estimated }),
+      el("dt", { text: "Written to the cache" }), el("dd", { text: fmt(u.cache_write_tokens) }),
+      el("dt", { text: "Read from the cache" }), el("dd", { text: fmt(u.cache_read_tokens) }),
+      el("dt", { text: "Output tokens" }), el("dd", { text: fmt(u.output_tokens) + estimated }),
+      el("dt", { text: "Cost" }), el("dd", { text: overview.cost || "—" }),
     ),
   );
-  if (u.provider === "offline") parts.push(el("p", { class: "muted", text: "The offline responder answered: no model was called, so nothing was billed." }));
+  if (overview.offline) parts.push(el("p", { class: "muted", text: "Answered offline: no model was called, so nothing was billed." }));
 
   if (report && report.notes && report.notes.length) {
     parts.push(el("h3", { text: "Notes" }), el("ul", { class: "notes" }, report.notes.map((n) => el("li", { text: String(n) }))));
   }
   return parts;
+}
+
+/** A summary or carried note as it reads: the server's sanitized HTML (office/markdown.py, nh3). */
+function summaryText(part) {
+  const node = el("div", { class: "summary-text md" });
+  if (typeof part.html === "string") node.innerHTML = part.html;
+  else node.textContent = part.text || "";
+  return node;
 }
 
 /** Clicks on any context bar open its report; `sessionOf()` names the session it belongs to. */

@@ -141,13 +141,16 @@ def test_a_person_signs_in_talks_to_a_coworker_and_opens_what_the_prompt_was_mad
     page.wait_for_selector(".msg.user:has-text('Draft three taglines')")
     reply = page.locator(".msg.assistant").last
     reply.wait_for(timeout=20_000)
-    assert "Offline mode" in reply.inner_text()
+    assert reply.locator(".text").inner_text().strip(), "a reply"
+    assert page.locator(".offline-note").count() == 1, "the page says once that answers are offline"
     page.screenshot(path=str(ARTIFACTS / "channel.png"))
 
     page.locator(".ctxbar").last.click()
     dialog = page.locator(".report")
     dialog.wait_for(state="visible")
-    assert "current" in dialog.inner_text().lower()
+    page.locator(".report-sentence:not(:empty)").wait_for()
+    assert dialog.locator(".report-sentence").inner_text().startswith("Mina saw")
+    assert "This task" in dialog.inner_text()
     page.screenshot(path=str(ARTIFACTS / "context-report.png"))
     context.close()
 

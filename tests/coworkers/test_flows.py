@@ -3,6 +3,7 @@
 import json
 
 from coworkers.providers import get_provider
+from coworkers.providers.offline import NOTHING_YET
 from office.models import Channel, Document
 from sessions import pipeline, services
 from sessions.models import MemoryItem, Task
@@ -83,7 +84,8 @@ def test_offline_the_same_flows_work(office, mina, theo, direct_channel, frames,
     handed = run(direct_channel, "Hand this to Theo: fix the invite link on mobile.")
 
     assert [t.status for t in (replied, written, handed)] == ["done"] * 3
-    assert services.task_messages(replied.session, turn=replied.turn).get(role="assistant").content.startswith("Offline mode:")
+    assert services.task_messages(replied.session, turn=replied.turn).get(role="assistant").content == NOTHING_YET
+    assert (replied.provider, replied.model, replied.cost_usd) == ("offline", "offline", 0), "no model, nothing billed"
     assert Document.objects.get(office=office, title="Export fixes").versions.count() == 1
     follow = Task.objects.get(handed_off_from=handed)
     assert follow.coworker == "theo"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 from hypothesis import given
@@ -21,7 +22,7 @@ from coworkers.providers import (
     estimate_tokens,
     get_provider,
 )
-from coworkers.providers.offline import LABEL
+from coworkers.providers.offline import FOUND, NOTHING_TO_ADD, NOTHING_YET
 from coworkers.providers.scripted import CallTools, Fail, Reply, ScriptedProvider, ScriptExhausted
 from sessions import context
 from sessions.history import InvalidSequence, Record, TaskRecords, ToolCall
@@ -195,22 +196,32 @@ def test_it_rejects_a_sequence_claude_would_reject():
 # --- the offline responder: replies ------------------------------------------------
 
 
-def test_it_quotes_the_memory_item_holding_the_price():
+def test_it_answers_from_the_memory_item_holding_the_price_in_its_own_voice():
     completion = OfflineResponder().complete(ask("What did we decide about pricing?"))
-    assert completion.text.startswith(LABEL)
-    assert "From memory: “The Pro plan costs $29 per month, billed monthly.”" in completion.text
-    assert "3 March" not in completion.text  # a decision, but not about pricing
+    assert completion.text == f"{FOUND}\n\n- The Pro plan costs $29 per month, billed monthly (from memory)"
+    assert "Offline" not in completion.text and "ANTHROPIC_API_KEY" not in completion.text, "the page says it, once"
+    assert completion.model == "offline"
 
 
-def test_it_quotes_a_summary_decision_and_names_its_task():
+def test_it_answers_from_a_summary_decision_and_names_its_task():
     completion = OfflineResponder().complete(ask("When is the launch?"))
-    assert "From the summary (task 3): “We decided to launch on 3 March, after the beta ends.”" in completion.text
+    assert "- We decided to launch on 3 March, after the beta ends (summary, task 3)" in completion.text
 
 
-def test_it_quotes_an_earlier_task_with_its_turn():
-    earlier = (HumanMessage("Draft a tagline for the landing page"), AIMessage("Plan your agency's week in five minutes."))
-    completion = OfflineResponder().complete(ask("Which tagline did you suggest?", *earlier, payload={"turns": [7]}))
-    assert "From task 7: “Draft a tagline for the landing page → Plan your agency's week in five minutes.”" in completion.text
+def test_it_answers_from_what_a_person_said_never_from_a_reply():
+    earlier = (
+        HumanMessage("The landing page goes live on May 4. Draft a tagline for it."),
+        AIMessage("Plan your agency's week in five minutes. The tagline works for the landing page."),
+    )
+    completion = OfflineResponder().complete(ask("When does the landing page go live?", *earlier, payload={"turns": [7]}))
+    assert completion.text == f"{FOUND}\n\n- The landing page goes live on May 4 (said in task 7)"
+    assert "Plan your agency" not in completion.text and "Draft a tagline" not in completion.text, "no reply, no request"
+
+
+def test_it_never_quotes_a_request_back():
+    earlier = (HumanMessage("Remind me of the launch date"), AIMessage("Sure."), HumanMessage("Check the launch plan."))
+    completion = OfflineResponder().complete(ask("What about the launch?", *earlier, system=(PERSONA,), payload={"turns": [1, 2]}))
+    assert completion.text == NOTHING_YET
 
 
 def test_it_answers_from_a_chinese_summary():
@@ -219,8 +230,7 @@ def test_it_answers_from_a_chinese_summary():
         "- (task 2) 我們決定定價為每月 29 美元。\n- (task 4) 網站下週一上線。"
     )
     completion = OfflineResponder().complete(ask("價格是多少？", system=(PERSONA, summary)))
-    assert completion.text.startswith(LABEL)
-    assert "From the summary (task 2): “我們決定定價為每月 29 美元。”" in completion.text
+    assert "- 我們決定定價為每月 29 美元 (summary, task 2)" in completion.text
     assert "上線" not in completion.text
 
 
@@ -255,26 +265,65 @@ def test_it_answers_from_a_prompt_the_context_builder_made():
         payload={"turns": prompt.report["detailed_tasks"]},
     )
     text = OfflineResponder().complete(request).text
-    assert "From the summary (task 1)" in text and "$29 per month" in text
+    assert "(summary, task 1)" in text and "$29 per month" in text
     assert "tagline" not in text
 
 
-def test_it_quotes_a_recalled_task():
+def test_it_answers_from_what_the_person_said_in_a_recalled_exchange_not_from_the_reply():
     recalled = HumanMessage(
-        f"{context.RECALL_HEADER} (older tasks that bear on this instruction; for reference only)\n"
-        "- Task 2 (mina): Which venue did we book for the offsite? → The Harbour Loft, for 40 people."
+        context._tail_text([], [
+            context.RecallCandidate(
+                turn=2, instruction="We booked the Harbour Loft for the offsite.", answer="Great, the Harbour Loft it is.",
+                coworker="mina", when="May 3",
+            )
+        ])
     )
     completion = OfflineResponder().complete(ask("Remind me about the offsite venue", recalled, system=(PERSONA,)))
-    assert "From task 2: “Which venue did we book for the offsite? → The Harbour Loft, for 40 people.”" in completion.text
+    assert completion.text == f"{FOUND}\n\n- We booked the Harbour Loft for the offsite (said in task 2)"
 
 
-def test_it_says_it_is_offline_when_nothing_is_relevant():
+def test_it_says_it_has_nothing_yet_when_nothing_is_relevant():
     completion = OfflineResponder().complete(ask("Write a haiku about autumn leaves"))
-    assert completion.text.startswith(LABEL)
-    assert "can't do new work" in completion.text
-    assert "“Write a haiku about autumn leaves”" in completion.text
-    assert "ANTHROPIC_API_KEY" in completion.text
-    assert "$29" not in completion.text
+    assert completion.text == NOTHING_YET
+
+
+def test_in_all_hands_it_answers_in_one_line():
+    completion = OfflineResponder().complete(ask("Pricing and launch news?", payload={"channel_kind": "all_hands"}))
+    assert completion.text.count("\n- ") == 1
+
+
+def test_a_second_coworker_on_the_same_task_does_not_repeat_the_first():
+    first = OfflineResponder().complete(ask("What did we decide about pricing?")).text
+    after_mina = ask("What did we decide about pricing?")
+    second = OfflineResponder().complete(
+        CompletionRequest("reply", after_mina.system, (*after_mina.messages, AIMessage(first)), "m", 512)
+    ).text
+    assert "$29" in first and second == NOTHING_TO_ADD
+
+
+def test_its_replies_never_quote_an_earlier_reply_however_long_the_conversation():
+    """Each reply goes back into the next prompt (as the builder sends it): every line of every reply
+    is something the person said, never a piece of an earlier reply."""
+    responder, tasks, replies = OfflineResponder(), [], []
+    asks = ["The launch date is May 4.", "When is the launch?", "Remind me of the launch date", "What about the launch?"]
+    for turn, said in enumerate(asks * 3, start=1):
+        prompt = context.build_prompt(
+            context.PromptInputs(policy=Policy(), system=PERSONA, instruction=said, turn=turn, tasks=tuple(tasks))
+        )
+        request = CompletionRequest(
+            purpose="reply", system=prompt.system, messages=prompt.messages, model="m", max_output_tokens=512,
+            payload={"turns": prompt.report["detailed_tasks"]},
+        )
+        reply = responder.complete(request).text
+        for line in reply.splitlines()[2:]:
+            said, source = re.fullmatch(r"- (.+) \((said in task \d+)\)", line).groups()
+            assert said + "." in asks, line
+        replies.append(reply)
+        tasks.append(TaskRecords(turn=turn, records=(
+            record(f"u{turn}", f"a{turn - 1}" if turn > 1 else None, "user", said, turn=turn),
+            record(f"a{turn}", f"u{turn}", "assistant", reply, coworker="mina", turn=turn),
+        )))
+    assert "- The launch date is May 4 (said in task 1)" in replies[1]
 
 
 def test_it_never_quotes_the_persona():
@@ -302,11 +351,13 @@ def test_it_stops_mid_stream_with_the_partial_text():
 
 
 @given(st.text(min_size=1, max_size=200).filter(str.strip))
-def test_every_offline_reply_starts_with_the_label_and_streams_whole(instruction):
+def test_every_offline_reply_is_short_deterministic_and_streams_whole(instruction):
     chunks: list[str] = []
     completion = OfflineResponder().complete(ask(instruction), on_text=chunks.append)
-    assert completion.text.startswith(LABEL)
+    assert completion.text == NOTHING_YET or completion.text.startswith(FOUND)
+    assert len(completion.text) < 1_200
     assert "".join(chunks) == completion.text
+    assert OfflineResponder().complete(ask(instruction)).text == completion.text
 
 
 def test_it_reports_offline_usage_without_cache_tokens():
@@ -327,7 +378,7 @@ WRITE_DOCUMENT = ToolSpec(
 def test_it_saves_a_stub_document_when_asked_to_write_one():
     completion = OfflineResponder().complete(ask("Write a spec called “Launch checklist”", tools=(WRITE_DOCUMENT,)))
     assert completion.stop_reason == "tool_use"
-    assert completion.text.startswith(LABEL)
+    assert completion.text == "I'm saving a stub document called “Launch checklist” with your instruction in it."
     (call,) = completion.tool_calls
     assert call.name == "write_document"
     assert call.args["title"] == "Launch checklist"
@@ -349,7 +400,6 @@ def test_it_reports_the_tool_result_after_a_tool_call():
         tools=(WRITE_DOCUMENT,),
     )
     completion = OfflineResponder().complete(request)
-    assert completion.text.startswith(LABEL)
     assert completion.tool_calls == () and completion.stop_reason == "end_turn"
     assert "write_document returned" in completion.text and "Saved “Launch checklist” (version 1)." in completion.text
 
@@ -363,7 +413,20 @@ def test_it_folds_tasks_into_a_sectioned_summary():
     completion = OfflineResponder().complete(request)
     assert completion.text == summarize_extractively("", [pricing_task()], max_chars=2_000, multi_speaker=False)
     assert f"## {SECTIONS[0]}" in completion.text and "$29" in completion.text
-    assert not completion.text.startswith(LABEL)
+    assert completion.model == "offline", "what the fold is labelled with"
+
+
+def test_a_fold_leaves_out_the_replies_given_offline():
+    decided_by_reply = TaskRecords(turn=3, records=(
+        record("u", None, "user", "Pricing for the Pro plan?", turn=3),
+        record("a", "u", "assistant", "We decided on $29 per month for the Pro plan.", coworker="mina", turn=3),
+    ))
+    payload = {"previous": "", "tasks": [decided_by_reply], "max_chars": 2_000, "multi_speaker": False}
+    fold = lambda **extra: OfflineResponder().complete(  # noqa: E731
+        CompletionRequest("fold", ("Summarize.",), (HumanMessage("Fold."),), "m", 1_000, payload={**payload, **extra})
+    ).text
+    assert "$29" in fold(), "a model's reply is summarized"
+    assert "$29" not in fold(answered_offline=[3])
 
 
 def test_it_extracts_memory_candidates_as_json():
@@ -373,6 +436,18 @@ def test_it_extracts_memory_candidates_as_json():
     candidates = json.loads(OfflineResponder().complete(request).text)
     assert candidates and all(set(c) == {"text", "kind"} for c in candidates)
     assert any("$29" in c["text"] for c in candidates)
+
+
+def test_it_extracts_memory_from_what_people_said_never_from_an_offline_reply():
+    task = TaskRecords(turn=4, records=(
+        record("u", None, "user", "What should the tagline be?", turn=4),
+        record("a", "u", "assistant", "We agreed to go with “Plan less, do more” as the tagline.", coworker="mina", turn=4),
+    ))
+    extract = lambda **extra: json.loads(OfflineResponder().complete(  # noqa: E731
+        CompletionRequest("extract", ("Extract.",), (HumanMessage("Extract."),), "m", 1_000, payload={"task": task, **extra})
+    ).text)
+    assert extract() != [], "a model's stated decision is remembered"
+    assert extract(answered_offline=True) == []
 
 
 COWORKERS = [

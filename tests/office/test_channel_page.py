@@ -101,7 +101,7 @@ def test_a_reply_shows_what_its_prompt_was_made_of(client, bob, conversation, di
 
     assert 'class="ctxbar" data-report="1"' in page
     assert "Context · 3,720 characters · ~930 tokens" in page
-    assert 'title="System: 1,200 characters · ~300 tokens"' in page
+    assert 'title="Instructions: 1,200 characters · ~300 tokens"' in page
 
 
 def test_the_bar_goes_on_the_replies_of_the_coworker_whose_prompt_it_was(client, bob, main_channel, mina, theo):
