@@ -33,6 +33,8 @@ LAYERS = ("system", "memory", "summary", "recent", "recalled", "current")
 TASK_LABELS = {"queued": "Queued", "running": "Working", "failed": "Failed", "stopped": "Stopped"}
 # The notice that suggests a new conversation starts with this (it is stored as a message).
 NUDGE_MARK = "💡"
+# A meeting's notes are a notice that starts with this; they are shown formatted, with their links.
+NOTES_MARK = "Meeting notes"
 
 
 def offices_of(user) -> QuerySet[Office]:
@@ -83,6 +85,7 @@ def channel(request: HttpRequest, channel_id: int) -> HttpResponse:
         "tasks": open_tasks,
         "reports": reports,
         "nudgeMark": NUDGE_MARK,
+        "notesMark": NOTES_MARK,
     }
     return render(
         request,
@@ -268,22 +271,28 @@ def _prepare_history(channel: Channel, session: Session | None, messages: list[M
     turns = {m.turn for m in messages}
     reports: dict[str, dict] = {}
     states: dict[int, tuple[str, str]] = {}
+    meetings_of: dict[int, int] = {}  # a follow-up's turn -> the meeting channel it came from
     if session and turns:
-        rows = session.tasks.filter(turn__in=turns).values_list("turn", "status", "error", "prompt_report", "coworker")
-        for turn, status, error, report, coworker in rows:
+        rows = session.tasks.filter(turn__in=turns).values_list("turn", "status", "error", "prompt_report", "coworker", "origin")
+        for turn, status, error, report, coworker, origin in rows:
             states[turn] = (status, error)
+            if (origin or {}).get("follow_up") and origin.get("meeting"):
+                meetings_of[turn] = origin["meeting"]
             if report:
                 # The report is of the prompt built for the task's (first) coworker: its bar goes on their replies.
                 reports[str(turn)] = {**bar(report), "coworker": coworker}
     call_names: dict[str, str] = {}
     # Rendered when stored; rendering history again on every page view was seconds of CPU a view.
-    html = html_of([m for m in messages if m.role == Message.Role.ASSISTANT and m.content])
+    html = html_of([m for m in messages if (m.role == Message.Role.ASSISTANT and m.content) or _is_notes(m)])
+    meeting_names = dict(Channel.objects.filter(office_id=channel.office_id, pk__in=meetings_of.values()).values_list("pk", "name"))
     for message in messages:
         coworker = coworkers.get(message.coworker)
         # History keeps the slug it was written with; show today's name where there is one.
         message.speaker = coworker.name if coworker else message.coworker
         message.colour = coworker.colour if coworker else ""
         message.is_nudge = message.role == Message.Role.NOTICE and message.content.startswith(NUDGE_MARK)
+        if _is_notes(message):
+            message.is_notes, message.html = True, html.get(str(message.pk), "")
         if message.role == Message.Role.ASSISTANT:
             message.html = html.get(str(message.pk), "")
             message.calls = [_call(call) for call in message.tool_calls or ()]
@@ -297,9 +306,15 @@ def _prepare_history(channel: Channel, session: Session | None, messages: list[M
             if message.task_status == Task.Status.DONE:
                 message.task_status = ""
             message.task_label = TASK_LABELS.get(message.task_status, "")
+            if (meeting := meetings_of.get(message.turn)) in meeting_names:
+                message.meeting = {"name": meeting_names[meeting], "url": reverse("channel", args=[meeting])}
         elif message.role == Message.Role.TOOL:
             message.tool_name = call_names.get(message.tool_call_id, "")
     return reports
+
+
+def _is_notes(message: Message) -> bool:
+    return message.role == Message.Role.NOTICE and message.content.startswith(NOTES_MARK)
 
 
 def _call(call: dict) -> dict:

@@ -62,7 +62,10 @@ CHANNEL_DESCRIPTIONS = {
     "main": "the office's main channel, with the user and the whole team",
     "all_hands": "the all-hands channel: announcements to the whole team; answer briefly, only if it concerns you",
     "project": "a project channel",
-    "meeting": "a meeting",
+    "meeting": (
+        "a meeting: the participants speak in turn on the agenda. Say what you think, briefly, building on "
+        "what the others said, and propose decisions (with the reason) and next steps (with who does them)"
+    ),
 }
 
 

@@ -54,7 +54,30 @@ def test_a_meeting_runs_offline_too(office, mina, theo, frames, no_background):
 
     assert done.status == Task.Status.DONE
     assert services.task_messages(done.session, turn=1).filter(role="assistant").count() == 4
-    assert services.task_messages(done.session, turn=1).filter(role=Message.Role.NOTICE).exists()
+    notes = services.task_messages(done.session, turn=1).get(role=Message.Role.NOTICE).content
+    # Offline, the notes come from the agenda the person wrote, never from the offline turns.
+    assert "## Decisions\n- We decided the Team plan costs $29." in notes
+    assert "**Theo** will update the pricing page by Friday." in notes
+    assert "Offline" not in notes
+    assert MemoryItem.objects.get(office=office, kind="decision").text == "We decided the Team plan costs $29."
+    assert Task.objects.get(handed_off_from=done).session.channel.coworker == theo
+
+
+def test_closing_a_meeting_twice_starts_and_remembers_nothing_twice(office, mina, theo, frames, no_background):
+    channel, task = meetings.start_meeting(
+        office=office, title="Pricing", agenda="We decided the Team plan costs $29. Theo will update the pricing page by Friday.",
+        participants=[mina, theo], rounds=1, provider=OfflineResponder(),
+    )
+    done = pipeline.run_task(task.pk, provider=OfflineResponder())
+    notes = services.task_messages(done.session, turn=1).get(role=Message.Role.NOTICE)
+    notes.delete()  # as if the worker died after the follow-ups, before the notes were stored
+
+    meetings.close_meeting(done, OfflineResponder())
+    meetings.close_meeting(done, OfflineResponder())
+
+    assert services.task_messages(done.session, turn=1).filter(role=Message.Role.NOTICE).count() == 1
+    assert Task.objects.filter(handed_off_from=done).count() == 1
+    assert MemoryItem.objects.filter(office=office, kind="decision").count() == 1
 
 
 @pytest.mark.parametrize("who", [[], ["one"]])
