@@ -50,8 +50,10 @@ class MeetingForm(forms.Form):
     )
     agenda = forms.CharField(
         max_length=meetings.MAX_AGENDA_CHARS,
-        widget=forms.Textarea(attrs={"rows": 6}),
-        help_text="What the meeting is to decide. Each coworker reads it and speaks in turn.",
+        widget=forms.Textarea(
+            attrs={"rows": 6, "placeholder": "Pick the launch date.\nWho updates the pricing page, and by when?"}
+        ),
+        help_text="What the meeting is to decide, one point a line. Each coworker reads it and speaks in turn.",
         error_messages={
             "required": "Write an agenda: what should the meeting decide?",
             "max_length": f"Keep the agenda under {meetings.MAX_AGENDA_CHARS:,} characters (it is %(show_value)d).",
@@ -170,8 +172,12 @@ def _within_rate(request: HttpRequest, form: forms.Form) -> bool:
 def _page(request: HttpRequest, office: Office, template: str, form: forms.Form, status: int = 200) -> HttpResponse:
     for name in form.errors:
         if name in form.fields:
-            # Screen readers announce the message with the field.
-            form.fields[name].widget.attrs.update({"aria-invalid": "true", "aria-describedby": f"id_{name}-error"})
+            # Screen readers announce the message with the field (and its help, as Django does).
+            field = form[name]
+            described = [f"{field.auto_id}_helptext"] if field.help_text else []
+            form.fields[name].widget.attrs.update(
+                {"aria-invalid": "true", "aria-describedby": " ".join([*described, f"{field.auto_id}-error"])}
+            )
     return render(
         request,
         template,
