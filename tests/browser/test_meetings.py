@@ -42,7 +42,7 @@ def _note_delta(payload, seen: set) -> None:
 
 def run_a_meeting(page, server: str) -> None:
     """From the sidebar's New meeting to the notes on the meeting's page."""
-    page.get_by_role("link", name="New meeting").click()
+    page.locator("#sidebar").get_by_role("link", name="New meeting").click()
     page.wait_for_url(f"{server}/o/acme/meetings/new/")
     page.get_by_label("Title").fill("Launch sync")
     page.get_by_label(re.compile(r"\bMina ·")).check()
@@ -118,7 +118,7 @@ def test_a_meeting_from_the_button_to_its_notes_memory_and_follow_up(paced_serve
 
 def test_a_project_from_the_button_to_a_reply(server, demo, browser):
     context, page = sign_in(browser, server)
-    page.get_by_role("link", name="New project").click()
+    page.locator("#sidebar").get_by_role("link", name="New project").click()
     page.wait_for_url(f"{server}/o/acme/projects/new/")
     page.get_by_label("Name").fill("Website refresh")
     page.get_by_label("Topic").fill("A faster, clearer pricing page")
