@@ -129,7 +129,7 @@ def test_a_project_from_the_button_to_a_reply(server, demo, browser):
     page.wait_for_url(re.compile(rf"{server}/c/\d+/$"))
     page.wait_for_selector(".conn:has-text('Live')", timeout=15_000)
     assert page.locator("h1").inner_text() == "# Website refresh"
-    assert "with Iris, Theo" in page.locator(".chat-head").inner_text()
+    assert page.locator(".chat-head .members").inner_text() == "With Iris, Theo"
     sidebar = page.locator("#sidebar")
     assert sidebar.get_by_role("link", name="Website refresh").get_attribute("aria-current") == "page"
 

@@ -70,7 +70,7 @@ def test_a_meeting_starts_in_its_own_channel_listed_under_meetings(client, alice
     assert task.responders == ["mina", "theo", "mina", "theo"], "each speaks in turn, once a round"
     assert task.pk in no_background, "the meeting is queued to run"
     page = client.get(response["Location"]).content.decode()
-    assert "Pick the launch date." in page and "with Mina, Theo" in page
+    assert "Pick the launch date." in page and "With Mina, Theo" in page
     sidebar = page.split("<h2>Meetings</h2>")[1].split("</ul>")[0]
     assert "Launch sync" in sidebar
 
@@ -130,7 +130,7 @@ def test_a_project_channel_has_its_name_topic_and_coworkers(client, bob, mina, t
     assert response["Location"] == reverse("channel", args=[channel.pk])
     assert (channel.name, channel.topic, list(channel.members.all())) == ("Spring launch", "Ship v2 by May", [theo])
     page = client.get(response["Location"]).content.decode()
-    assert "Ship v2 by May" in page and "with Theo" in page
+    assert "Ship v2 by May" in page and "With Theo" in page
     assert "Spring launch" in page.split("<h2>Projects</h2>")[1].split("</ul>")[0]
 
 
