@@ -17,6 +17,7 @@ from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 
+from sessions.meetings import NOTES_MARK  # a meeting's notes: the one notice shown formatted, with its links
 from sessions.models import MemoryItem, Message, Session, SummaryVersion, Task
 
 from . import presence, reading
@@ -33,8 +34,6 @@ LAYERS = ("system", "memory", "summary", "recent", "recalled", "current")
 TASK_LABELS = {"queued": "Queued", "running": "Working", "failed": "Failed", "stopped": "Stopped"}
 # The notice that suggests a new conversation starts with this (it is stored as a message).
 NUDGE_MARK = "💡"
-# A meeting's notes are a notice that starts with this; they are shown formatted, with their links.
-NOTES_MARK = "Meeting notes"
 
 
 def offices_of(user) -> QuerySet[Office]:

@@ -80,6 +80,7 @@ def test_a_meeting_starts_in_its_own_channel_listed_under_meetings(client, alice
     [
         ({"coworkers": "one"}, "coworkers", "Pick at least two coworkers"),
         ({"agenda": "   "}, "agenda", "Write an agenda"),
+        ({"agenda": "\u200b\u200d"}, "agenda", "A meeting needs an agenda"),
         ({"agenda": "x" * 4_001}, "agenda", "Keep the agenda under 4,000 characters (it is 4001)"),
         ({"title": ""}, "title", "Give the meeting a title"),
         ({"rounds": "9"}, "rounds", "Choose from 1 to 3 rounds"),
