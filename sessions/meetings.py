@@ -235,7 +235,12 @@ def task_url(task: Task) -> str:
     return reverse("open_task", args=[task.pk])
 
 
-OWNER = re.compile(r"^\((?P<paren>[^)]{1,40})\)\s*|^(?P<word>[\w-]+)\b")
+# "(Theo) fix…", "**Theo**: fix…", "Theo: fix…" (the name is a label: dropped from the text) or
+# "Theo will fix…" (the name is the sentence's subject: kept).
+OWNER = re.compile(
+    r"^\((?P<paren>[^)]{1,40})\)\s*|^\*\*(?P<bold>[^*]{1,40})\*\*\s*[:：–—-]?\s*"
+    r"|^(?P<word>[\w-]+)\b(?P<label>\s*[:：–—]\s*)?"
+)
 
 
 def owner_and_text(bullet: summarize.Bullet, team: dict[str, Coworker]) -> tuple[Coworker | None, str]:
@@ -243,8 +248,9 @@ def owner_and_text(bullet: summarize.Bullet, team: dict[str, Coworker]) -> tuple
     if bullet.who and bullet.who.lower() in team:
         return team[bullet.who.lower()], bullet.body
     match = OWNER.match(bullet.body)
-    name = (match.group("paren") or match.group("word") or "").lower() if match else ""
+    name = (match.group("paren") or match.group("bold") or match.group("word") or "").strip().lower() if match else ""
     if name in team:
-        text = bullet.body[match.end() :] if match.group("paren") else bullet.body
+        labelled = match.group("paren") or match.group("bold") or match.group("label")
+        text = bullet.body[match.end() :] if labelled else bullet.body
         return team[name], text.strip()
     return None, bullet.body
