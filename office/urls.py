@@ -1,7 +1,7 @@
 from django.contrib import admin
 from django.urls import include, path
 
-from . import memory_views, search_views, usage_views, views
+from . import channel_views, memory_views, search_views, usage_views, views
 
 urlpatterns = [
     path("", views.home, name="home"),
@@ -12,6 +12,9 @@ urlpatterns = [
     path("o/<slug:slug>/memory/<int:item_id>/pin/", memory_views.pin_item, name="memory_pin"),
     path("o/<slug:slug>/memory/<int:item_id>/delete/", memory_views.delete_item, name="memory_delete"),
     path("o/<slug:slug>/usage/", usage_views.usage, name="usage"),
+    path("o/<slug:slug>/meetings/new/", channel_views.new_meeting, name="new_meeting"),
+    path("o/<slug:slug>/projects/new/", channel_views.new_project, name="new_project"),
+    path("t/<int:task_id>/", channel_views.open_task, name="open_task"),
     path("c/<int:channel_id>/", views.channel, name="channel"),
     path("c/<int:channel_id>/sessions/<int:session_id>/", views.past_session, name="past_session"),
     path("c/<int:channel_id>/m/<uuid:message_id>/", search_views.message_in_context, name="message_in_context"),

@@ -22,6 +22,7 @@ from django.urls import reverse
 
 from coworkers.routing import team_of
 from coworkers.providers import offline_responder_answers
+from sessions.meetings import NOTES_MARK  # a meeting's notes: the one notice shown formatted, with its links
 from sessions.models import MemoryItem, Message, Session, SummaryVersion, Task
 
 from . import presence, reading, report_text
@@ -116,6 +117,7 @@ def channel(request: HttpRequest, channel_id: int) -> HttpResponse:
         "nudgeMark": NUDGE_MARK,
         # Who an @mention can pick here (the composer suggests them): the channel's team.
         "members": [] if channel.kind == Channel.Kind.DIRECT else [c.slug for c in team_of(channel)],
+        "notesMark": NOTES_MARK,
     }
     return render(
         request,
@@ -355,22 +357,28 @@ def _prepare_history(channel: Channel, session: Session | None, messages: list[M
     turns = {m.turn for m in messages}
     reports: dict[str, dict] = {}
     states: dict[int, tuple[str, str]] = {}
+    meetings_of: dict[int, int] = {}  # a follow-up's turn -> the meeting channel it came from
     if session and turns:
-        rows = session.tasks.filter(turn__in=turns).values_list("turn", "status", "error", "prompt_report", "coworker")
-        for turn, status, error, report, coworker in rows:
+        rows = session.tasks.filter(turn__in=turns).values_list("turn", "status", "error", "prompt_report", "coworker", "origin")
+        for turn, status, error, report, coworker, origin in rows:
             states[turn] = (status, error)
+            if (origin or {}).get("follow_up") and origin.get("meeting"):
+                meetings_of[turn] = origin["meeting"]
             if report:
                 # The report is of the prompt built for the task's (first) coworker: its bar goes on their replies.
                 reports[str(turn)] = {**bar(report), "coworker": coworker}
     call_names: dict[str, str] = {}
     # Rendered when stored; rendering history again on every page view was seconds of CPU a view.
-    html = html_of([m for m in messages if m.role == Message.Role.ASSISTANT and m.content])
+    html = html_of([m for m in messages if (m.role == Message.Role.ASSISTANT and m.content) or _is_notes(m)])
+    meeting_names = dict(Channel.objects.filter(office_id=channel.office_id, pk__in=meetings_of.values()).values_list("pk", "name"))
     for message in messages:
         coworker = coworkers.get(message.coworker)
         # History keeps the slug it was written with; show today's name where there is one.
         message.speaker = coworker.name if coworker else message.coworker
         message.colour = coworker.colour if coworker else ""
         message.is_nudge = message.role == Message.Role.NOTICE and message.content.startswith(NUDGE_MARK)
+        if _is_notes(message):
+            message.is_notes, message.html = True, html.get(str(message.pk), "")
         if message.role == Message.Role.ASSISTANT:
             message.html = html.get(str(message.pk), "")
             message.calls = [_call(call) for call in message.tool_calls or ()]
@@ -384,9 +392,15 @@ def _prepare_history(channel: Channel, session: Session | None, messages: list[M
             if message.task_status == Task.Status.DONE:
                 message.task_status = ""
             message.task_label = TASK_LABELS.get(message.task_status, "")
+            if (meeting := meetings_of.get(message.turn)) in meeting_names:
+                message.meeting = {"name": meeting_names[meeting], "url": reverse("channel", args=[meeting])}
         elif message.role == Message.Role.TOOL:
             message.tool_name = call_names.get(message.tool_call_id, "")
     return reports
+
+
+def _is_notes(message: Message) -> bool:
+    return message.role == Message.Role.NOTICE and message.content.startswith(NOTES_MARK)
 
 
 def _call(call: dict) -> dict:

@@ -65,7 +65,10 @@ CHANNEL_DESCRIPTIONS = {
         "only if it concerns you"
     ),
     "project": "a project channel",
-    "meeting": "a meeting",
+    "meeting": (
+        "a meeting: the participants speak in turn on the agenda. Say what you think, briefly, building on "
+        "what the others said, and propose decisions (with the reason) and next steps (with who does them)"
+    ),
 }
 
 

@@ -153,7 +153,7 @@ class PacedProvider(ScriptedProvider):
     offline = True
 
     def __init__(self, *, reply_chars: int = 400, chunk_chars: int = 20, chunk_delay: float = 0.02) -> None:
-        super().__init__(strict=False)
+        super().__init__(strict=False, offline=True)  # the base would set it False over the class's
         self.reply_chars, self.chunk_chars, self.chunk_delay = reply_chars, chunk_chars, chunk_delay
         from .offline import OfflineResponder  # the offline responder imports nothing of ours
 

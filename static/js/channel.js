@@ -176,7 +176,13 @@ function isNudge(message) {
   return message.role === "notice" && (message.content || "").startsWith(data.nudgeMark);
 }
 
-function noticeElement(message) {
+function noticeElement(message, html) {
+  if (typeof html === "string" && data.notesMark && (message.content || "").startsWith(data.notesMark)) {
+    // A meeting's notes: formatted, with links to what they started (sanitized by the server).
+    const text = el("div", { class: "text md" });
+    text.innerHTML = html;
+    return el("aside", { class: "msg notice notes", id: `m-${message.id}`, dataset: { id: message.id, turn: message.turn, role: "notice" } }, text);
+  }
   return el(
     "aside",
     { class: "msg notice", id: `m-${message.id}`, dataset: { id: message.id, turn: message.turn, role: "notice" } },
@@ -237,7 +243,7 @@ function addMessage({ message, html }) {
         node = null;
       }
     } else {
-      node = noticeElement(message);
+      node = noticeElement(message, html);
     }
     if (node) place(node, message.previous);
     refreshTaskState(message.turn);

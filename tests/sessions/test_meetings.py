@@ -5,7 +5,7 @@ import pytest
 from coworkers.providers.offline import OfflineResponder
 from coworkers.providers.scripted import Reply, ScriptedProvider
 from office.models import Channel
-from sessions import meetings, pipeline, services
+from sessions import meetings, pipeline, services, summarize
 from sessions.models import MemoryEvent, MemoryItem, Message, Task
 
 NOTES = """## Decisions
@@ -54,7 +54,30 @@ def test_a_meeting_runs_offline_too(office, mina, theo, frames, no_background):
 
     assert done.status == Task.Status.DONE
     assert services.task_messages(done.session, turn=1).filter(role="assistant").count() == 4
-    assert services.task_messages(done.session, turn=1).filter(role=Message.Role.NOTICE).exists()
+    notes = services.task_messages(done.session, turn=1).get(role=Message.Role.NOTICE).content
+    # Offline, the notes come from the agenda the person wrote, never from the offline turns.
+    assert "## Decisions\n- We decided the Team plan costs $29." in notes
+    assert "**Theo** will update the pricing page by Friday." in notes
+    assert "Offline" not in notes
+    assert MemoryItem.objects.get(office=office, kind="decision").text == "We decided the Team plan costs $29."
+    assert Task.objects.get(handed_off_from=done).session.channel.coworker == theo
+
+
+def test_closing_a_meeting_twice_starts_and_remembers_nothing_twice(office, mina, theo, frames, no_background):
+    channel, task = meetings.start_meeting(
+        office=office, title="Pricing", agenda="We decided the Team plan costs $29. Theo will update the pricing page by Friday.",
+        participants=[mina, theo], rounds=1, provider=OfflineResponder(),
+    )
+    done = pipeline.run_task(task.pk, provider=OfflineResponder())
+    notes = services.task_messages(done.session, turn=1).get(role=Message.Role.NOTICE)
+    notes.delete()  # as if the worker died after the follow-ups, before the notes were stored
+
+    meetings.close_meeting(done, OfflineResponder())
+    meetings.close_meeting(done, OfflineResponder())
+
+    assert services.task_messages(done.session, turn=1).filter(role=Message.Role.NOTICE).count() == 1
+    assert Task.objects.filter(handed_off_from=done).count() == 1
+    assert MemoryItem.objects.filter(office=office, kind="decision").count() == 1
 
 
 @pytest.mark.parametrize("who", [[], ["one"]])
@@ -63,3 +86,47 @@ def test_a_meeting_needs_two_participants_and_an_agenda(office, mina, who, frame
         meetings.start_meeting(office=office, title="Solo", agenda="x", participants=[mina] if who else [])
     with pytest.raises(pipeline.InstructionRejected):
         meetings.start_meeting(office=office, title="No agenda", agenda=" ", participants=[mina, mina])
+
+
+@pytest.mark.parametrize(
+    "bullet, owner, text",
+    [
+        (summarize.Bullet("I'll fix the invite link.", 1, 1, "Theo"), "theo", "I'll fix the invite link."),
+        (summarize.Bullet("(Theo) Fix the invite link by Friday."), "theo", "Fix the invite link by Friday."),
+        (summarize.Bullet("**Mina**: draft the launch email"), "mina", "draft the launch email"),
+        (summarize.Bullet("Mina: draft the launch email"), "mina", "draft the launch email"),
+        (summarize.Bullet("Theo will fix the invite link."), "theo", "Theo will fix the invite link."),
+        (summarize.Bullet("Someone books the venue."), None, "Someone books the venue."),
+        (summarize.Bullet("I'll book the venue.", 1, 1, "you"), None, "I'll book the venue."),
+    ],
+)
+def test_a_follow_ups_owner_is_its_speaker_or_the_participant_it_names(mina, theo, bullet, owner, text):
+    team = {"mina": mina, "theo": theo}
+
+    found, said = meetings.owner_and_text(bullet, team)
+
+    assert (found.slug if found else None, said) == (owner, text)
+
+
+def test_the_notes_link_decisions_to_memory_and_follow_ups_to_their_tasks():
+    notes = meetings.render_notes(
+        decisions=[("Launch on May 4.", "/o/acme/memory/#item-3")],
+        follow_ups=[("Theo", "Theo will fix the link.", "/t/9/"), ("Mina", "draft the email", "/t/10/"), ("", "Book the venue.", "")],
+        questions=["Who writes the press release?"],
+    )
+
+    assert notes.splitlines() == [
+        "Meeting notes",
+        "",
+        "## Decisions",
+        "- Launch on May 4. ([remembered](/o/acme/memory/#item-3))",
+        "",
+        "## Follow-ups",
+        "- **Theo** will fix the link. ([follow-up in Theo’s 1:1](/t/9/))",
+        "- **Mina**: draft the email ([follow-up in Mina’s 1:1](/t/10/))",
+        "- Book the venue. (nobody in the meeting owns this yet)",
+        "",
+        "## Open questions",
+        "- Who writes the press release?",
+    ]
+    assert meetings.render_notes(decisions=[], follow_ups=[], questions=[]).endswith("Nothing was decided and nobody took anything on.")

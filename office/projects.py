@@ -1,0 +1,48 @@
+"""Project channels: a name, a topic and the coworkers who work in them. The write side of the
+"New project" page (office.channel_views); what happens in the channel is the pipeline's."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+
+from django.db import transaction
+
+from coworkers.models import Coworker
+
+from .models import Channel, Office
+
+log = logging.getLogger(__name__)
+
+MAX_NAME_CHARS = 100  # Channel.name
+MAX_TOPIC_CHARS = 300  # Channel.topic
+
+
+class ProjectRejected(ValueError):
+    def __init__(self, field: str, detail: str) -> None:
+        super().__init__(detail)
+        self.field = field
+        self.detail = detail
+
+
+def create_project(*, office: Office, name: str, topic: str, members: Sequence[Coworker]) -> Channel:
+    """A project channel of `office` with these coworkers in it. Names are one per office, in any case."""
+    name, topic = " ".join(name.split()), " ".join(topic.split())
+    people = list(dict.fromkeys(members))
+    if not name:
+        raise ProjectRejected("name", "A project needs a name.")
+    if len(name) > MAX_NAME_CHARS:
+        raise ProjectRejected("name", f"A project name can be at most {MAX_NAME_CHARS} characters.")
+    if len(topic) > MAX_TOPIC_CHARS:
+        raise ProjectRejected("topic", f"A topic can be at most {MAX_TOPIC_CHARS} characters.")
+    if not people:
+        raise ProjectRejected("coworkers", "Pick at least one coworker to work on it.")
+    if any(p.office_id != office.pk for p in people):
+        raise ProjectRejected("coworkers", "Every coworker must belong to this office.")
+    with transaction.atomic():
+        if office.channels.filter(kind=Channel.Kind.PROJECT, name__iexact=name).exists():
+            raise ProjectRejected("name", f"This office already has a project called “{name}”.")
+        channel = Channel.objects.create(office=office, kind=Channel.Kind.PROJECT, name=name, topic=topic)
+        channel.members.set(people)
+    log.info("project channel %s created in office %s: %s", channel.pk, office.pk, ",".join(p.slug for p in people))
+    return channel
