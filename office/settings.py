@@ -84,6 +84,8 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    # Any page that is not there (or not the reader's) is the office's own 404 page.
+    "office.not_found.FriendlyNotFoundMiddleware",
     # Last, as django-axes asks: it turns a lockout into the login page that says so.
     "axes.middleware.AxesMiddleware",
 ]

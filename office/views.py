@@ -10,8 +10,7 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Callable, Iterable
-from functools import wraps
+from collections.abc import Iterable
 
 from django.contrib.auth.decorators import login_required
 from django.db.models import Count, OuterRef, QuerySet, Subquery
@@ -51,20 +50,6 @@ _LINE_MARKS = re.compile(r"(?m)^\s*(?:#{1,6}|[-+*]|\d+[.)]|>)\s+")
 _INLINE_MARKS = re.compile(r"(?<!\w)[*_`~]+|[*_`~]+(?!\w)")
 
 
-def friendly_not_found(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
-    """A page that is not there (or not the reader's) is the office's own 404 page, also while DEBUG
-    is on: Django's debug page would list every URL pattern to anyone who mistypes a channel id."""
-
-    @wraps(view)
-    def wrapped(request: HttpRequest, *args, **kwargs) -> HttpResponse:
-        try:
-            return view(request, *args, **kwargs)
-        except Http404:
-            return render(request, "404.html", status=404)
-
-    return wrapped
-
-
 def offices_of(user) -> QuerySet[Office]:
     return Office.objects.filter(memberships__user=user)
 
@@ -78,14 +63,12 @@ def home(request: HttpRequest) -> HttpResponse:
 
 
 @login_required
-@friendly_not_found
 def office(request: HttpRequest, slug: str) -> HttpResponse:
     office = get_object_or_404(offices_of(request.user), slug=slug)
     return render(request, "office/office.html", {"office": office, **sidebar(office, request.user)})
 
 
 @login_required
-@friendly_not_found
 def channel(request: HttpRequest, channel_id: int) -> HttpResponse:
     channel = _visible_channel(request, channel_id)
     # Read before the history: the page script resyncs from here, so nothing after it is missed.
@@ -138,7 +121,6 @@ def channel(request: HttpRequest, channel_id: int) -> HttpResponse:
 
 
 @login_required
-@friendly_not_found
 def past_session(request: HttpRequest, channel_id: int, session_id: int) -> HttpResponse:
     """An ended conversation, read-only. The active one lives on the channel page."""
     channel = _visible_channel(request, channel_id)

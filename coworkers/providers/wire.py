@@ -19,6 +19,9 @@ EPHEMERAL: dict[str, str] = {"type": "ephemeral"}
 _DATED = re.compile(r"-\d{8}$")
 
 
+COLLEAGUE_ANSWERED = "(A colleague has answered above. Now give your own answer; do not repeat theirs.)"
+
+
 def to_anthropic(request: CompletionRequest) -> dict[str, Any]:
     """The keyword arguments for client.messages.create/stream.
 
@@ -56,6 +59,11 @@ def to_anthropic(request: CompletionRequest) -> dict[str, Any]:
         else:
             turns.append({"role": role, "content": blocks})
         last_block[index] = blocks[-1]
+
+    if turns[-1]["role"] == "assistant":
+        # The request ends with a colleague's answer to this task (several coworkers answer in
+        # a shared channel). Claude would take it as the start of its own reply and continue it.
+        turns.append({"role": "user", "content": [{"type": "text", "text": COLLEAGUE_ANSWERED}]})
 
     for index in request.cache_after:
         if index < leading:

@@ -85,6 +85,16 @@ def test_it_merges_consecutive_user_and_assistant_content():
     ]
 
 
+def test_a_request_ending_with_a_colleagues_answer_ends_on_the_users_side():
+    """Claude continues a final assistant turn as its own text: the second coworker to answer
+    a task in a shared channel would carry on the first one's reply."""
+    body = to_anthropic(request(HumanMessage("Is the deploy green?"), AIMessage("Yes, all checks passed.")))
+
+    assert [turn["role"] for turn in body["messages"]] == ["user", "assistant", "user"]
+    assert "your own answer" in body["messages"][-1]["content"][0]["text"]
+    assert check_body(body) is None
+
+
 def test_it_sends_system_blocks_with_a_breakpoint_after_the_last_one():
     body = to_anthropic(request(HumanMessage("Hi"), system=("persona", "", "memory", "summary")))
     # The empty memory layer has no block (an empty text block is a 400); the order is kept.

@@ -22,6 +22,9 @@ def test_a_missing_or_foreign_channel_is_the_friendly_404_even_with_debug_on(cli
         f"/c/{direct_channel.pk}/",
         f"/c/{direct_channel.pk}/sessions/123/",
         reverse("office", args=["acme"]),
+        reverse("memory", args=["acme"]),
+        "/o/acme/search/?q=venue",
+        "/no/such/address/",
     ):
         response = client.get(url)
         assert response.status_code == 404, url
