@@ -92,6 +92,7 @@ def test_a_reply_is_formatted_while_it_streams_then_highlighted_and_copied(claud
     assert reply.locator(".copy-code").inner_text() == "Copied"
 
     reply.locator("[data-copy=reply]").click()
+    reply.locator("[data-copy=reply]", has_text="Copied").wait_for()  # the clipboard is written asynchronously
     copied = clipboard(page)
     assert copied.startswith("Here is the plan for the launch:")
     assert "Draft the copy" in copied and CODE in copied and "Copy" not in copied.split("launch:")[1][:40]
