@@ -23,9 +23,16 @@ from . import unavailable
 
 log = logging.getLogger(__name__)
 
-# Two threads: enough for folds and extraction beside replies on a small machine,
-# and bounded, so a burst of work queues instead of starving the server.
-_pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="background")
+# Two kinds of work, each with its queue (Celery) or its pool of threads (embedded):
+# replies, which mostly wait on the model's stream, so many run at once; and upkeep (folds,
+# memory extraction), CPU work that must never take a reply's place. "celery" is Celery's
+# default queue: a plain `celery -A office worker` serves replies.
+REPLIES = "celery"
+UPKEEP = "upkeep"
+_pools = {
+    REPLIES: ThreadPoolExecutor(max_workers=settings.EMBEDDED_REPLY_THREADS, thread_name_prefix="replies"),
+    UPKEEP: ThreadPoolExecutor(max_workers=1, thread_name_prefix="upkeep"),
+}
 _in_flight: set[Future] = set()
 _in_flight_lock = threading.Lock()
 # Set when the server begins to stop (shutdown): no new job starts, and a job's retry wait ends.
@@ -40,11 +47,12 @@ def backoff_seconds(attempt: int, base: float = 2.0, cap: float = 300.0) -> floa
 
 
 class Job:
-    def __init__(self, func: Callable[..., Any], *, retry_on: tuple[type[BaseException], ...], max_retries: int):
+    def __init__(self, func: Callable[..., Any], *, retry_on: tuple[type[BaseException], ...], max_retries: int, queue: str):
         self.func = func
         self.name = f"{func.__module__}.{func.__name__}"
         self.retry_on = retry_on
         self.max_retries = max_retries
+        self.queue = queue
 
         def body(task, *args):
             try:
@@ -54,7 +62,7 @@ class Job:
                     raise
                 raise task.retry(exc=error, countdown=_wait_after(error, task.request.retries))
 
-        self.celery_task = shared_task(bind=True, name=self.name, max_retries=max_retries)(body)
+        self.celery_task = shared_task(bind=True, name=self.name, max_retries=max_retries, queue=queue)(body)
 
     def __call__(self, *args: Any) -> Any:
         return self.func(*args)
@@ -63,7 +71,7 @@ class Job:
         if settings.BACKGROUND_WORK == "celery":
             transaction.on_commit(partial(self._publish, *args))
         else:
-            transaction.on_commit(partial(_submit, self._run_in_pool, *args))
+            transaction.on_commit(partial(_submit, self.queue, self._run_in_pool, *args))
 
     def _publish(self, *args: Any) -> None:
         try:
@@ -104,7 +112,7 @@ class Job:
             connections.close_all()
 
 
-def _submit(function: Callable[..., Any], *args: Any) -> None:
+def _submit(queue: str, function: Callable[..., Any], *args: Any) -> None:
     if _closing.is_set():
         # Follow-up work asked for while the server stops (a finished task's memory extraction and
         # fold, a queued task): dropped, because it is asked for again. The next task asks for any
@@ -114,7 +122,7 @@ def _submit(function: Callable[..., Any], *args: Any) -> None:
         log.info("%s%r not started: the server is stopping", _name(function), args)
         return
     try:
-        future = _pool.submit(function, *args)
+        future = _pools[queue].submit(function, *args)
     except RuntimeError:
         # The pool is shut down (the interpreter is exiting): the same as above.
         log.info("%s%r not started: the pool is shut down", _name(function), args)
@@ -155,7 +163,8 @@ def shutdown(grace: float | None = None) -> bool:
     start. Never raises; True if everything finished within the grace period."""
     grace = settings.SHUTDOWN_GRACE_SECONDS if grace is None else grace
     _closing.set()
-    _pool.shutdown(wait=False, cancel_futures=True)
+    for pool in _pools.values():
+        pool.shutdown(wait=False, cancel_futures=True)
     if drain(timeout=grace):
         return True
     log.warning("background work still running %.0f s after the server began to stop; asking it to leave", grace)
@@ -182,6 +191,8 @@ def _wait_after(error: BaseException, attempt: int) -> float:
     return getattr(error, "retry_in", None) or backoff_seconds(attempt)
 
 
-def job(*, retry_on: tuple[type[BaseException], ...] = (), max_retries: int = 5) -> Callable[[Callable], Job]:
-    return lambda func: Job(func, retry_on=retry_on, max_retries=max_retries)
+def job(
+    *, retry_on: tuple[type[BaseException], ...] = (), max_retries: int = 5, queue: str = UPKEEP
+) -> Callable[[Callable], Job]:
+    return lambda func: Job(func, retry_on=retry_on, max_retries=max_retries, queue=queue)
 

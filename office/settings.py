@@ -299,3 +299,6 @@ NEW_SESSIONS_PER_MINUTE = int(env("NEW_SESSIONS_PER_MINUTE", "10"))
 # SIGTERM of a server running background work in-process (the embedded default): what is running
 # gets this long to finish before it is asked to leave (and is resumed on the next start).
 SHUTDOWN_GRACE_SECONDS = float(env("SHUTDOWN_GRACE_SECONDS", "10"))
+# The embedded server's replies run on this many threads (upkeep on one more): a reply mostly
+# waits on the model's stream, so a handful of people are answered at once, not one by one.
+EMBEDDED_REPLY_THREADS = int(env("EMBEDDED_REPLY_THREADS", "8"))

@@ -12,6 +12,7 @@ from django.core.cache import cache
 from django.utils import timezone
 
 from coworkers.providers import ProviderError
+from office import background
 from office.background import job
 
 from . import folding, memory, nudge, pipeline
@@ -36,7 +37,7 @@ def extract_task_memory(task_id: int) -> None:
     memory.extract_memory(task_id=task_id)
 
 
-@job(retry_on=(pipeline.TaskBusy,), max_retries=20)
+@job(retry_on=(pipeline.TaskBusy,), max_retries=20, queue=background.REPLIES)
 def run_task(task_id: int) -> None:
     pipeline.run_task(task_id)
 

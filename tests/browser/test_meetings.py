@@ -157,7 +157,7 @@ def test_with_celery_workers_a_meeting_runs_to_its_notes(demo, browser, transact
     env = {**os.environ, "DATABASE_URL": _database_url(connection.settings_dict), "BACKGROUND_WORK": "celery"}
     env.pop("ANTHROPIC_API_KEY", None)
     worker = subprocess.Popen(
-        [sys.executable, "-m", "celery", "-A", "office", "worker", "--pool=solo", "--loglevel=WARNING"], cwd=ROOT, env=env
+        [sys.executable, "-m", "celery", "-A", "office", "worker", "--pool=solo", "--loglevel=WARNING", "--queues=celery,upkeep"], cwd=ROOT, env=env
     )
     try:
         with daphne(BACKGROUND_WORK="celery") as url:

@@ -86,12 +86,8 @@ async def settle(communicator: WebsocketCommunicator) -> list[dict]:
 
 
 def drain_background() -> None:
-    """Wait for every job already in the in-process pool: with both of its threads held here,
-    nothing submitted earlier can still be running."""
-    hold = threading.Barrier(background._pool._max_workers)
-    futures = [background._pool.submit(hold.wait) for _ in range(background._pool._max_workers)]
-    for future in futures:
-        future.result(timeout=30)
+    """Wait for every job already in the in-process pools (and the jobs they start)."""
+    assert background.drain(timeout=30)
 
 
 def run_in_thread(func, *args, **kwargs):
