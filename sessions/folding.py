@@ -14,7 +14,7 @@ from django.db import IntegrityError, transaction
 
 from coworkers.providers import ANSWERED_WITHOUT_A_MODEL, CompletionRequest, Provider, get_provider
 
-from . import context, history, summarize
+from . import context, history, spending, summarize
 from .models import Session, SummaryVersion, Task
 from .prompts import answering_coworker, latest_summary, resolve_policy
 from .services import record_from_row, task_messages
@@ -62,7 +62,8 @@ def fold_summary(*, session_id: int, through_turn: int, provider: Provider | Non
     done = previous.through_turn if previous else 0
     if through_turn <= done:
         return None
-    policy = resolve_policy(session.channel, answering_coworker(session.channel, session))
+    coworker = answering_coworker(session.channel, session)
+    policy = resolve_policy(session.channel, coworker)
     max_chars = context.summary_room(policy)
     rows = task_messages(session, turn__gt=done, turn__lte=through_turn)
     tasks = history.group_tasks([record_from_row(row) for row in rows])
@@ -89,6 +90,7 @@ def fold_summary(*, session_id: int, through_turn: int, provider: Provider | Non
         },
     )
     completion = provider.complete(request)
+    spending.record_call(office_id=session.channel.office_id, coworker=coworker, completion=completion, provider=provider)
     text = completion.text.strip()
     if len(text) > max_chars:
         # A model that overshoots is compressed by the same rules, oldest first, never cut mid-sentence.

@@ -23,7 +23,7 @@ from coworkers.providers import CompletionRequest, Provider, get_provider
 from office import events, rendering
 from office.models import Channel, Office
 
-from . import extract, history, memory, summarize
+from . import extract, history, memory, spending, summarize
 from .models import MemoryEvent, MemoryItem, Message, Task
 from .services import record_from_row, task_messages
 
@@ -111,6 +111,7 @@ def close_meeting(task: Task, provider: Provider | None = None) -> dict:
             payload={"previous": "", "tasks": [records], "max_chars": max_chars, "multi_speaker": True},
         )
     )
+    spending.record_call(office_id=channel.office_id, task=task, completion=completion, provider=provider, slug="meeting notes")
     sections = summarize.parse_summary(completion.text)
     team = {c.name.lower(): c for c in channel.members.all()} | {c.slug: c for c in channel.members.all()}
     decisions = [b.body for b in sections.get(summarize.DECISIONS, [])]

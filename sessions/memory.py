@@ -17,7 +17,7 @@ from langchain_core.messages import HumanMessage
 
 from coworkers.providers import ANSWERED_WITHOUT_A_MODEL, CompletionRequest, Provider, ProviderError, get_provider
 
-from . import extract, history, relevance
+from . import extract, history, relevance, spending
 from .models import MemoryEvent, MemoryItem, Task
 from .prompts import answering_coworker, resolve_policy
 from .services import record_from_row, task_messages
@@ -45,7 +45,8 @@ def extract_memory(*, task_id: int, provider: Provider | None = None) -> list[Me
         return []
     channel = task.session.channel
     provider = provider or get_provider()
-    policy = resolve_policy(channel, answering_coworker(channel, task.session))
+    coworker = answering_coworker(channel, task.session)
+    policy = resolve_policy(channel, coworker)
     completion = provider.complete(
         CompletionRequest(
             purpose="extract",
@@ -57,6 +58,7 @@ def extract_memory(*, task_id: int, provider: Provider | None = None) -> list[Me
             payload={"task": records, "answered_offline": task.provider in ANSWERED_WITHOUT_A_MODEL},
         )
     )
+    spending.record_call(office_id=channel.office_id, task=task, coworker=coworker, completion=completion, provider=provider)
     candidates = parse_candidates(completion.text)
     existing = list(MemoryItem.objects.filter(office_id=channel.office_id, active=True).order_by("-updated_at")[:500])
     known = [extract.Existing(id=item.pk, text=item.text, kind=item.kind) for item in existing]

@@ -385,8 +385,9 @@ def store_reply(task: Task, slug: str, completion: Completion, provider: Provide
         )
         events.send_event(task.session.channel_id, "message", message=message_json(message))
     usage = completion.usage
-    if usage.total_input_tokens or usage.output_tokens:
-        spending.record_call(task=task, coworker=coworker, slug=slug, completion=completion, provider=provider)
+    spending.record_call(
+        office_id=task.session.channel.office_id, task=task, coworker=coworker, slug=slug, completion=completion, provider=provider
+    )
     # No model was called: nothing is billed, whatever model the policy names.
     cost = 0.0 if provider.offline else cost_usd(completion.model, usage, settings.MODEL_PRICES)
     Task.objects.filter(pk=task.pk).update(

@@ -20,19 +20,31 @@ from coworkers.providers.wire import cost_usd
 from .models import ModelCall, Task
 
 
-def record_call(*, task: Task, coworker: Coworker | None, slug: str, completion: Completion, provider: Provider) -> ModelCall:
-    """One model step of a reply. Offline work costs 0 (no model was called, nothing was billed);
-    a model with no price in settings.MODEL_PRICES is recorded with no cost."""
+def record_call(
+    *,
+    office_id: int,
+    completion: Completion,
+    provider: Provider,
+    task: Task | None = None,
+    coworker: Coworker | None = None,
+    slug: str = "",
+) -> ModelCall | None:
+    """One model call: a step of a reply, or upkeep done for a coworker's conversation (a fold,
+    a memory extraction, meeting notes). Offline work costs 0 (no model was called, nothing was
+    billed); a model with no price in settings.MODEL_PRICES is recorded with no cost. A call
+    that used no tokens is not recorded."""
     usage = completion.usage
+    if not (usage.total_input_tokens or usage.output_tokens):
+        return None
     if provider.offline:
         cost: Decimal | None = Decimal("0")
     else:
         dollars = cost_usd(completion.model, usage, settings.MODEL_PRICES)
         cost = None if dollars is None else Decimal(str(round(dollars, 6)))
     return ModelCall.objects.create(
-        office_id=task.session.channel.office_id,
+        office_id=office_id,
         coworker=coworker,
-        coworker_slug=slug,
+        coworker_slug=slug or (coworker.slug if coworker else ""),
         task=task,
         provider=provider.name,
         model=completion.model or "",

@@ -117,3 +117,22 @@ def test_a_meeting_still_ends_with_its_notes_when_a_participant_is_over_the_limi
     assert notices[0].startswith("Mina has reached this month's spending limit")
     assert notices[1].startswith("Meeting notes") and "Ship on Friday" in notices[1]
     assert len(provider.requests) == 2, "Theo's turn and the notes; none for Mina"
+
+
+def test_a_fold_and_a_memory_extraction_count_for_the_coworker_whose_conversation_it_was(direct_channel, mina, frames, no_background):
+    from sessions import folding, memory
+
+    task = spend(direct_channel, "Remember that the launch is on May 4")
+    upkeep = ScriptedProvider(
+        [
+            lambda request: Completion(text='[{"text": "The launch is on May 4.", "kind": "project"}]', usage=CACHED, model="claude-haiku-4-5"),
+            lambda request: Completion(text="## Facts and numbers\n- (task 1) The launch is on May 4.", usage=CACHED, model="claude-haiku-4-5"),
+        ]
+    )
+    memory.extract_memory(task_id=task.pk, provider=upkeep)
+    folding.fold_summary(session_id=task.session_id, through_turn=task.turn, provider=upkeep)
+
+    calls = list(ModelCall.objects.filter(coworker=mina).order_by("pk").values_list("model", "task_id"))
+    assert calls == [("claude-sonnet-4-6", task.pk), ("claude-haiku-4-5", task.pk), ("claude-haiku-4-5", None)]
+    # Haiku 4.5's list prices: 10k in at $1, 30k cache reads at $0.10, 2k out at $5 a million tokens.
+    assert spending.spent_this_month(mina) == Decimal("0.069") + 2 * Decimal("0.023")
