@@ -438,8 +438,17 @@ def _answered(question: str, replies: Sequence[str]) -> bool:
 
 
 def _add(bullets: list[Bullet], new: Bullet) -> None:
-    bullets[:] = [old for old in bullets if similarity(old.body, new.body) < SAME]
+    bullets[:] = [old for old in bullets if not _says_the_same(old.body, new.body)]
     bullets.append(new)
+
+
+def _says_the_same(old: str, new: str) -> bool:
+    """Near-duplicates, and an old bullet shortened to fit ("…") of what the new one says whole:
+    a reply given again each week would otherwise fill a section with copies of its opening."""
+    if similarity(old, new) >= SAME:
+        return True
+    head = old.removesuffix("…").rstrip()
+    return old.endswith("…") and len(head) >= 20 and new.startswith(head)
 
 
 def _section(sentence: str, *, by_coworker: bool) -> str | None:

@@ -434,3 +434,14 @@ def test_a_summary_full_of_facts_keeps_an_outline_of_topic_ranges():
     lines = section(summary, "Topics covered").splitlines()
     assert len(lines) >= 5, summary
     assert lines[0].startswith("- Tasks 1–") and any(subject in lines[0] for subject in subjects)
+
+
+def test_a_reply_given_again_is_one_bullet_even_after_the_old_one_was_shortened_to_fit():
+    status = "I'll send the weekly status to finance every Friday, with the open invoices and the overdue ones listed by customer and amount."
+    shortened = f"## Commitments and next steps\n- (task 1, Mina) {status[:60].rstrip()}…"
+
+    summary = fold(shortened, task(9, ("user", "Status, please"), ("assistant", status)))
+
+    commitments = section(summary, "Commitments and next steps")
+    assert commitments.count("weekly status") == 1, commitments
+    assert "(task 9, Mina)" in commitments
