@@ -370,12 +370,8 @@ def _relevant_lines(instruction: str, lines: Sequence[_Line], limit: int = QUOTE
 
 def _reply(request: CompletionRequest) -> str:
     instruction = request.instruction
-    current = max(
-        (i for i, m in enumerate(request.messages) if isinstance(m, HumanMessage) and not _is_context_block(m)),
-        default=len(request.messages),
-    )
-    # A colleague who answered this task before (several answer in shared channels) said these already.
-    said_here = " ".join(message_text(m) for m in request.messages[current + 1 :] if isinstance(m, AIMessage))
+    current = _current(request.messages)
+    said_here = _said_here(request)
     chinese = bool(_CJK.search(instruction))
     if request.payload.get("channel_kind") == "meeting":
         return _speak_to_agenda(instruction, said_here, chinese)
@@ -392,10 +388,25 @@ def _reply(request: CompletionRequest) -> str:
     if producing:
         # Honest first: it cannot write; then what it has that may help, if anything.
         needs = NEEDS_A_MODEL_ZH if chinese else NEEDS_A_MODEL
-        return needs + (f"\n\n{FOUND}\n\n{_bullets(found)}" if found else "")
+        parts = [needs] if needs not in said_here else []  # a colleague said it already
+        parts += [FOUND, _bullets(found)] if found else []
+        return "\n\n".join(parts) or NOTHING_TO_ADD
     if not found:
         return NOTHING_TO_ADD if len(fresh) < len(lines) and _relevant_lines(instruction, lines) else NOTHING_YET
     return FOUND + "\n\n" + _bullets(found)
+
+
+def _current(messages: Sequence[BaseMessage]) -> int:
+    """Where the current task's instruction is: the last message a person wrote (not a context block)."""
+    return max(
+        (i for i, m in enumerate(messages) if isinstance(m, HumanMessage) and not _is_context_block(m)),
+        default=len(messages),
+    )
+
+
+def _said_here(request: CompletionRequest) -> str:
+    """What colleagues who answered this task before (several answer in shared channels) said already."""
+    return " ".join(message_text(m) for m in request.messages[_current(request.messages) + 1 :] if isinstance(m, AIMessage))
 
 
 def _bullets(lines: Sequence[_Line]) -> str:
@@ -450,17 +461,21 @@ def _acknowledge(request: CompletionRequest) -> str | None:
     instruction = request.instruction
     records = TaskRecords(turn=1, records=(Record(id="u", previous=None, turn=1, role="user", content=instruction),))
     chinese = bool(_CJK.search(instruction))
-    asked = [body for sentence in split_sentences(instruction) if (body := remember_request(sentence))]
-    forgotten = forget_requests(records)
+    # "Remember when we launched?" is a question; "forget it" names nothing to forget.
+    sentences = [sentence for sentence in split_sentences(instruction) if not sentence.rstrip().endswith(("?", "？"))]
+    asked = [body for sentence in sentences if (body := remember_request(sentence))]
+    forgotten = [text for text in forget_requests(records) if _topic_tokens(text) and not text.endswith(("?", "？"))]
     if not asked and not forgotten:
         return None
     stored = extract_candidates(records)
     noted = asked if stored else []
     lines = [(f"記下了：{body}。" if chinese else f"Noted: {_as_said_to_you(body)}.") for body in noted]
     lines += [(f"好的，我會忘記{text}。" if chinese else f"Okay, I'll forget {_as_said_to_you(text)}.") for text in forgotten]
+    text = "\n".join(line.replace("。。", "。").replace("..", ".") for line in lines)
     if not lines:
-        return NOTHING_TO_REMEMBER_ZH if chinese else NOTHING_TO_REMEMBER
-    return "\n".join(line.replace("。。", "。").replace("..", ".") for line in lines)
+        text = NOTHING_TO_REMEMBER_ZH if chinese else NOTHING_TO_REMEMBER
+    # In a shared channel a colleague may have acknowledged it already: once is enough.
+    return NOTHING_TO_ADD if text in _said_here(request) else text
 
 
 _PRONOUNS = {"i": "you", "me": "you", "my": "your", "mine": "yours", "i'm": "you're", "am": "are", "myself": "yourself"}

@@ -395,6 +395,14 @@ def test_in_a_meeting_the_next_participant_does_not_repeat_the_agenda():
     assert OfflineResponder().complete(second).text == NOTHING_TO_ADD
 
 
+def test_a_second_coworker_does_not_repeat_an_acknowledgement_or_that_writing_needs_a_model():
+    for instruction in ("Remember that the launch date is May 4.", "Write a haiku about autumn leaves"):
+        first = OfflineResponder().complete(ask(instruction)).text
+        after = ask(instruction)
+        second = CompletionRequest("reply", after.system, (*after.messages, AIMessage(first)), "m", 512)
+        assert OfflineResponder().complete(second).text == NOTHING_TO_ADD, instruction
+
+
 def test_in_all_hands_it_answers_in_one_line():
     completion = OfflineResponder().complete(ask("Pricing and launch news?", payload={"channel_kind": "all_hands"}))
     assert completion.text.count("\n- ") == 1
