@@ -12,7 +12,7 @@ import json
 import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import date, datetime
+from datetime import datetime
 from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
@@ -110,9 +110,12 @@ class OfflineResponder:
     """Answers every purpose without a model.
 
     reply: the 1-3 lines of its prompt (memory, the summary, and what people said
-    earlier, in the window or recalled) most relevant to the instruction, each
-    saying where it came from, in the coworker's voice; "I don't have anything on
-    that yet" when nothing matches. Never a coworker's reply. With a write_document
+    earlier, in the window or recalled, code blocks whole) most relevant to the
+    instruction, each saying where it came from in words people see, in the
+    coworker's voice; "I don't have anything on that yet" when nothing matches.
+    Never a coworker's reply. A request to remember or forget is acknowledged
+    ("Noted: …"); one to write, draft, translate or code says that needs a model,
+    then adds the relevant lines; in a meeting a turn lists the agenda's points. With a write_document
     tool offered and an unmistakable "write a doc called X", it saves a stub; with a
     handoff tool and an unmistakable "hand this to Theo: …", it hands the work over;
     after tool results it reports them. fold: the extractive summary (without the
@@ -209,12 +212,16 @@ SAID_EARLIER = "you said this earlier"
 SAID_BEFORE = "you said this in an earlier conversation"
 
 
+# The payload's ISO day ("2026-12-01") and a recall header's ("Tue 1 Dec 2026", sessions.prompts).
+DAY_LAYOUTS = ("%Y-%m-%d", "%a %d %b %Y")
+
+
 def _said_on(day: str) -> str:
-    """ "you said this on Dec 1" from an ISO date or a recall header's "Tue 1 Dec 2026"; plain "earlier" otherwise."""
-    for read in (date.fromisoformat, lambda text: datetime.strptime(text, "%a %d %b %Y").date()):
+    """ "you said this on Dec 1"; plain "earlier" when the day cannot be read."""
+    for layout in DAY_LAYOUTS:
         try:
-            when = read(day.strip()[:10] if read is date.fromisoformat else day.strip())
-        except (TypeError, ValueError):
+            when = datetime.strptime(day.strip(), layout)
+        except ValueError:
             continue
         return f"you said this on {when:%b} {when.day}"
     return SAID_EARLIER
@@ -423,6 +430,7 @@ _PRODUCE = re.compile(
     r"^\s*(?:(?:please|pls|can you|could you|would you|will you|can u|now|ok(?:ay)?|also)[\s,]+)*"
     r"(?:(?:write|draft|compose|translate|rewrite|rephrase|reword|generate|code|implement|create|design|brainstorm"
     r"|propose|come up with|sketch|outline|proofread|polish|edit|refactor)\b"
+    r"(?!\s+(?:is|are|was|were|has|have|had|will|review|reviews|went)\b|\s*[:：])"  # "Code review is Friday" states
     r"|make (?:a|an|me|us)\b|suggest (?:a|an|some|\d+)\b|(?:show|give|send|get) (?:me|us) (?:a|an|some|\d+)\b)"
     r"|^(?:請|麻煩你?)?(?:幫我|幫忙|替我|你可以|可以)?(?:寫|草擬|起草|擬|翻譯|翻成|改寫|潤飾|潤稿|設計|生成|產生|想一?個|想幾個|做一?個)",
     re.I,
@@ -430,7 +438,7 @@ _PRODUCE = re.compile(
 
 
 # How the asked-for thing should be, which says nothing about what it is about.
-_SHAPE = re.compile(r"\b(?:short|shorter|brief|long|longer|quick|simple|little|nice|good|catchy|new|few|one|two|three)\b", re.I)
+_SHAPE = re.compile(r"\b(?:short|shorter|brief|long|longer|quick|simple|little|nice|good|catchy|few)\b", re.I)
 
 
 def _asks_to_produce(instruction: str) -> bool:

@@ -340,6 +340,11 @@ def test_it_says_writing_needs_a_model_when_asked_to_produce_something(instructi
     assert NOTHING_YET not in completion.text
 
 
+@pytest.mark.parametrize("statement", ["Code review is on Friday.", "Draft: the launch plan", "Design reviews happen weekly."])
+def test_a_statement_opening_with_a_verb_of_writing_is_not_a_request_to_write(statement):
+    assert not OfflineResponder().complete(ask(statement)).text.startswith(NEEDS_A_MODEL)
+
+
 def test_after_saying_writing_needs_a_model_it_adds_what_it_has_on_the_topic():
     completion = OfflineResponder().complete(ask("Draft a short tagline for the launch"))
     assert completion.text == (
