@@ -288,8 +288,9 @@ def _context_lines(text: str) -> Iterator[_Line]:
 def _said_lines(text: str, source: str) -> Iterator[_Line]:
     """The sentences of what a person said that state something (not questions, not requests), and
     the code blocks they wrote, each under the sentence that led into it."""
-    leads = set()
+    leads, code_lines = set(), set()
     for before, language, code in _code_blocks(text):
+        code_lines.update(split_sentences(code))
         lead = (split_sentences(before) or [""])[-1].strip()
         if lead.endswith(("?", "？")) or _REQUEST_START.match(lead) or not lead:
             lead = "Your code"  # a question or request is never quoted, not even in front of code
@@ -297,8 +298,8 @@ def _said_lines(text: str, source: str) -> Iterator[_Line]:
         yield _Line(lead.rstrip(" :："), source, code=f"```{language}\n{code}\n```")
     for sentence in split_sentences(text):
         sentence = sentence.strip()
-        if sentence in leads:
-            continue  # said with its code already
+        if sentence in leads or sentence in code_lines:
+            continue  # said with its code already, or code itself
         first = sentence.split(" ", 1)[0].lower().strip(",:;")
         if first in PAST or _REQUEST_START.match(sentence) or not states_fact(sentence):
             continue
@@ -310,16 +311,39 @@ def _is_context_block(message: BaseMessage) -> bool:
     return isinstance(message, HumanMessage) and message_text(message).lstrip().startswith(RECALL_HEADER)
 
 
-# A fenced code block and the text before it (up to the previous block).
 _CODE_BLOCK = re.compile(r"```[ \t]*(?P<language>[\w+#.-]*)[^\n]*\n(?P<code>.*?)\n?```", re.S)
+# Code pasted without a fence: lines that open a definition or a block, or continue one indented.
+_CODE_OPENS = re.compile(
+    r"^\s*(?:def|class|function|async def|import|from \S+ import|fn|func|public|private|#include)\b"
+    r"|^\s*(?:const|let|var)\s+\w+\s*="
+    r"|\)\s*(?:->\s*[\w\[\], .]+)?[:{]\s*$|\{\s*$"  # "def add(a, b):", "add(a, b) {"; not "My function:"
+)
+_CODE_GOES_ON = re.compile(r"^(?:\s{2,}|\t)\S|^\s*[}\])]|;\s*$")
 
 
 def _code_blocks(text: str) -> Iterator[tuple[str, str, str]]:
+    """Each code block a person wrote, with its language and the text before it (up to the previous
+    block): fenced ones, and unfenced runs of at least two lines that read as code (pasted as is)."""
     start = 0
     for match in _CODE_BLOCK.finditer(text):
+        yield from _unfenced_blocks(text[start : match.start()])
         if match["code"].strip():
             yield text[start : match.start()], match["language"], match["code"].rstrip()
         start = match.end()
+    yield from _unfenced_blocks(text[start:])
+
+
+def _unfenced_blocks(text: str) -> Iterator[tuple[str, str, str]]:
+    lines = text.split("\n")
+    index = 0
+    while index < len(lines):
+        end = index + 1
+        if _CODE_OPENS.search(lines[index]):
+            while end < len(lines) and (_CODE_GOES_ON.search(lines[end]) or _CODE_OPENS.search(lines[end])):
+                end += 1
+        if end - index >= 2:
+            yield "\n".join(lines[:index]), "", "\n".join(lines[index:end]).rstrip()
+        index = end
 
 
 def _code_words(code: str) -> str:

@@ -381,6 +381,20 @@ def test_it_finds_a_code_block_pasted_on_its_own():
     assert completion.text == f"{FOUND}\n\n- Your code (you said this earlier):\n\n{ADD_FUNCTION}"
 
 
+def test_it_finds_code_pasted_without_a_fence_and_quotes_it_as_a_code_block():
+    pasted = HumanMessage("My add function:\ndef add(a, b):\n    return a + b")
+    completion = OfflineResponder().complete(ask("Can you show me that add function again?", pasted))
+    assert completion.text == (
+        f"{FOUND}\n\n- My add function (you said this earlier):\n\n```\ndef add(a, b):\n    return a + b\n```"
+    )
+
+
+def test_prose_ending_with_a_colon_is_not_taken_for_code():
+    said = HumanMessage("The launch plan is ready:\nthe launch is on May 4.")
+    completion = OfflineResponder().complete(ask("When is the launch?", said, system=(PERSONA,)))
+    assert "```" not in completion.text and "May 4" in completion.text
+
+
 MEETING_AGENDA = "Agenda of the meeting “Launch”:\nWe decided to move the launch to May 11.\n- Who writes the announcement?"
 
 
