@@ -50,6 +50,7 @@ NOTHING_TO_REMEMBER_ZH = "我看不出要記住什麼；請寫成一句事實，
 QUOTE_LIMIT = 3
 QUOTE_LIMIT_ALL_HANDS = 1  # in #all-hands every answer is brief
 QUOTE_CHARS = 300
+CODE_CHARS = 1_500  # a pasted file comes back as its opening lines, not whole
 TOOL_RESULT_LINES = 3
 RELATIVE_CUTOFF = 0.5  # a line scoring below this share of the best one is noise next to it
 SAME_LINE = 0.8  # memory and summary often hold one fact twice; quote it once
@@ -295,7 +296,7 @@ def _said_lines(text: str, source: str) -> Iterator[_Line]:
         if lead.endswith(("?", "？")) or _REQUEST_START.match(lead) or not lead:
             lead = "Your code"  # a question or request is never quoted, not even in front of code
         leads.add(lead)
-        yield _Line(lead.rstrip(" :："), source, code=f"```{language}\n{code}\n```")
+        yield _Line(lead.rstrip(" :："), source, code=f"```{language}\n{_clip_code(code)}\n```")
     for sentence in split_sentences(text):
         sentence = sentence.strip()
         if sentence in leads or sentence in code_lines:
@@ -344,6 +345,12 @@ def _unfenced_blocks(text: str) -> Iterator[tuple[str, str, str]]:
         if end - index >= 2:
             yield "\n".join(lines[:index]), "", "\n".join(lines[index:end]).rstrip()
         index = end
+
+
+def _clip_code(code: str) -> str:
+    if len(code) <= CODE_CHARS:
+        return code
+    return code[:CODE_CHARS].rsplit("\n", 1)[0] + "\n…"
 
 
 def _code_words(code: str) -> str:

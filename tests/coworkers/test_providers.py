@@ -389,6 +389,13 @@ def test_it_finds_code_pasted_without_a_fence_and_quotes_it_as_a_code_block():
     )
 
 
+def test_a_long_pasted_file_comes_back_as_its_opening_lines():
+    long_file = "```python\n" + "\n".join(f"def add_{n}(a, b):\n    return a + b + {n}" for n in range(200)) + "\n```"
+    completion = OfflineResponder().complete(ask("Show me the add functions again", HumanMessage(long_file)))
+    assert "def add_0(a, b):" in completion.text and "def add_199" not in completion.text
+    assert completion.text.endswith("\n…\n```") and len(completion.text) < 2_000
+
+
 def test_prose_ending_with_a_colon_is_not_taken_for_code():
     said = HumanMessage("The launch plan is ready:\nthe launch is on May 4.")
     completion = OfflineResponder().complete(ask("When is the launch?", said, system=(PERSONA,)))
