@@ -497,6 +497,8 @@ def _acknowledge(request: CompletionRequest) -> str | None:
     """ "Noted: the launch date is May 4." for a request to remember (the memory extractor stores it
     after the task), "Okay, I'll forget the launch date." for one to forget; None for anything else.
     Asked plainly only, and only what the extractor will act on, so it never promises what won't happen."""
+    if request.payload.get("channel_kind") == "meeting":
+        return None  # a meeting's turns speak to its agenda; its decisions are remembered with the notes
     instruction = request.instruction
     records = TaskRecords(turn=1, records=(Record(id="u", previous=None, turn=1, role="user", content=instruction),))
     chinese = bool(_CJK.search(instruction))

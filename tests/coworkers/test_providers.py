@@ -414,6 +414,12 @@ def test_in_a_meeting_it_speaks_to_the_agenda_not_to_a_memory_the_agenda_contrad
     assert "May 4" not in completion.text
 
 
+def test_in_a_meeting_a_remember_line_on_the_agenda_is_spoken_to_like_the_rest():
+    agenda = "Agenda of the meeting “Launch”:\nRemember that the launch moved to May 11."
+    completion = OfflineResponder().complete(ask(agenda, payload={"channel_kind": "meeting"}))
+    assert completion.text == "On the agenda:\n\n- Remember that the launch moved to May 11"
+
+
 def test_in_a_meeting_the_next_participant_does_not_repeat_the_agenda():
     first = OfflineResponder().complete(ask(MEETING_AGENDA, payload={"channel_kind": "meeting"})).text
     after = ask(MEETING_AGENDA, payload={"channel_kind": "meeting"})
