@@ -356,6 +356,12 @@ def decide(candidate: Candidate, similar: Sequence[Existing]) -> Decision:
     return Decision("add", candidate, None, candidate.text, f"new {candidate.kind}; {closest}")
 
 
+def remember_request(sentence: str) -> str | None:
+    """What a "remember that …" sentence asks to remember, in the user's words; None for any other sentence."""
+    match = _REMEMBER.match(strip_chatter(sentence).rstrip(" .。!！"))
+    return (match.group(1) or match.group(2)).strip() if match else None
+
+
 def forget_requests(task: TaskRecords) -> list[str]:
     """What the user asked to forget in this task: "forget the launch date" -> "the launch date"."""
     out: list[str] = []

@@ -322,7 +322,11 @@ def work_as(task: Task, slug: str, provider: Provider) -> str:
             max_output_tokens=policy.max_output_tokens,
             tools=() if last_step else tools.TOOL_SPECS,
             cache_after=cache_breakpoints(prompt),
-            payload={"turns": prompt.report["detailed_tasks"], "channel_kind": channel.kind},
+            payload={
+                "turns": prompt.report["detailed_tasks"],
+                "said_on": said_on(session, prompt.report["detailed_tasks"]),
+                "channel_kind": channel.kind,
+            },
         )
         deltas = DeltaBatcher(channel.pk, task.pk, slug)
         try:
@@ -437,6 +441,19 @@ def renew_lease_of(task_id: int, attempt: int | None) -> None:
     if attempt is not None:
         holder = holder.filter(attempts=attempt)
     holder.update(lease_until=timezone.now() + lease())
+
+
+def said_on(session, turns: list[int]) -> list[str | None]:
+    """The day (ISO, server time) each of these tasks' instructions was given, so an offline reply can say
+    "you said this on Dec 1" instead of a task number people never see."""
+    days = {
+        turn: timezone.localtime(when).date().isoformat() if timezone.is_aware(when) else when.date().isoformat()
+        for turn, when in services.task_messages(session, turn__in=turns)
+        .filter(role=Message.Role.USER)
+        .values_list("turn", "created_at")
+        .reverse()  # the first instruction of a task wins
+    }
+    return [days.get(turn) for turn in turns]
 
 
 def _instruction(task: Task) -> str:

@@ -46,8 +46,9 @@ class CompletionRequest:
       route:   {"instruction": str, "coworkers": [{"slug", "name", "role", "skills"}, ...],
                 "channel_kind": str (optional)}
       reply:   {"turns": the detailed tasks' turns, oldest first (the prompt report's
-                "detailed_tasks"), "channel_kind": str} (optional; lets the offline responder
-                say "task 12", and answer in one line in all-hands)
+                "detailed_tasks"), "said_on": the day each of them was asked (ISO date or None),
+                "channel_kind": str} (optional; lets the offline responder say "you said this
+                on Dec 1", answer in one line in all-hands and speak to a meeting's agenda)
     """
 
     purpose: str

@@ -12,14 +12,15 @@ import json
 import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
 from sessions.context import MEMORY_HEADER, RECALL_HEADER, SUMMARY_END, SUMMARY_FRAME, SUMMARY_HEADER
-from sessions.extract import extract_candidates, states_fact
-from sessions.history import TaskRecords, ToolCall
-from sessions.relevance import Index, shorten, similarity, split_sentences, stem, tokens
+from sessions.extract import extract_candidates, forget_requests, remember_request, states_fact
+from sessions.history import Record, TaskRecords, ToolCall
+from sessions.relevance import Index, shorten, similarity, split_sentences, stem, strip_chatter, tokens
 from sessions.summarize import MONTHS, PAST, summarize_extractively
 
 from .base import (
@@ -38,10 +39,18 @@ MODEL = "offline"
 NOTHING_YET = "I don't have anything on that yet."
 NOTHING_TO_ADD = "Nothing to add from me."
 FOUND = "Here's what I have on that:"
+# Writing, drafting, coding or translating needs a model; pretending to have nothing on it would mislead.
+NEEDS_A_MODEL = "Writing that needs an AI model, and none is connected yet (the note at the top of the page says how to connect one)."
+NEEDS_A_MODEL_ZH = "這需要 AI 模型才能寫，目前還沒有連接模型（頁面上方的說明寫了怎麼連接）。"
+FROM_AGENDA = "On the agenda:"
+FROM_AGENDA_ZH = "議程上寫著："
+NOTHING_TO_REMEMBER = "I couldn't find a fact to remember in that; say it as one, like “Remember that the launch is on May 4.”"
+NOTHING_TO_REMEMBER_ZH = "我看不出要記住什麼；請寫成一句事實，例如「請記住上線日期是5月4日」。"
 
 QUOTE_LIMIT = 3
 QUOTE_LIMIT_ALL_HANDS = 1  # in #all-hands every answer is brief
 QUOTE_CHARS = 300
+CODE_CHARS = 1_500  # a pasted file comes back as its opening lines, not whole
 TOOL_RESULT_LINES = 3
 RELATIVE_CUTOFF = 0.5  # a line scoring below this share of the best one is noise next to it
 SAME_LINE = 0.8  # memory and summary often hold one fact twice; quote it once
@@ -88,22 +97,26 @@ _BULLET = re.compile(r"^(?:[-*•+]|\d{1,3}[.)])\s+")
 @dataclass(frozen=True)
 class _Line:
     text: str
-    source: str  # "from memory", "summary, task 3", "said in task 12", ...
+    source: str  # "from memory", "from the summary", "you said this on Dec 1", ...
     tag: str = ""  # searched but not quoted: a memory item's kind ("decision")
+    code: str = ""  # a fenced code block a person wrote, quoted whole under the line
 
     @property
     def searchable(self) -> str:
         concepts = [word for word, _, value in CONCEPTS if value.search(self.text)]
-        return " ".join([self.tag, self.text, *concepts]).strip()
+        return " ".join([self.tag, self.text, *concepts, _code_words(self.code)]).strip()
 
 
 class OfflineResponder:
     """Answers every purpose without a model.
 
     reply: the 1-3 lines of its prompt (memory, the summary, and what people said
-    earlier, in the window or recalled) most relevant to the instruction, each
-    saying where it came from, in the coworker's voice; "I don't have anything on
-    that yet" when nothing matches. Never a coworker's reply. With a write_document
+    earlier, in the window or recalled, code blocks whole) most relevant to the
+    instruction, each saying where it came from in words people see, in the
+    coworker's voice; "I don't have anything on that yet" when nothing matches.
+    Never a coworker's reply. A request to remember or forget is acknowledged
+    ("Noted: …"); one to write, draft, translate or code says that needs a model,
+    then adds the relevant lines; in a meeting a turn lists the agenda's points. With a write_document
     tool offered and an unmistakable "write a doc called X", it saves a stub; with a
     handoff tool and an unmistakable "hand this to Theo: …", it hands the work over;
     after tool results it reports them. fold: the extractive summary (without the
@@ -136,7 +149,7 @@ class OfflineResponder:
         elif handoff := _handoff_call(request):
             text, calls = handoff
         else:
-            text = _reply(request)
+            text = _acknowledge(request) or _reply(request)
 
         sent, stopped = stream_text(_word_chunks(text), on_text=on_text, should_stop=should_stop)
         if stopped:
@@ -178,7 +191,9 @@ def _topic_tokens(text: str) -> set[str]:
 # --- reply: where the lines come from ----------------------------------------
 
 # A recalled exchange's header ("## Task 12 of this conversation, May 3") and its people's lines.
-_EXCHANGE = re.compile(r"^##\s+Task\s+(?P<turn>\d+)\s+of\s+(?P<where>this conversation|an earlier conversation)")
+_EXCHANGE = re.compile(
+    r"^##\s+Task\s+(?P<turn>\d+)\s+of\s+(?P<where>this conversation|an earlier conversation)(?:,\s*(?P<when>.+))?$"
+)
 _SAID_BY_USER = re.compile(r"^User(?:\s+\(the task after\))?:\s*(?P<text>.+)$")
 # "Draft…", "Remind me…", "Please…", "Can you…", 「請…」「幫我…」: a request, which answers nothing
 # when quoted back. (summarize.PAST holds the verbs of work: draft, write, plan…)
@@ -190,9 +205,27 @@ _REQUEST_START = re.compile(
 )
 
 
-def _task_source(span: str, *, in_summary: bool) -> str:
-    task = f"task{'s' if re.search('[–-]', span) else ''} {span}"
-    return f"summary, {task}" if in_summary else f"said in {task}"
+# Sources in words people see: the page never shows task numbers.
+FROM_MEMORY = "from memory"
+FROM_SUMMARY = "from the summary"
+FROM_PREVIOUS = "from our previous conversation"
+SAID_EARLIER = "you said this earlier"
+SAID_BEFORE = "you said this in an earlier conversation"
+
+
+# The payload's ISO day ("2026-12-01") and a recall header's ("Tue 1 Dec 2026", sessions.prompts).
+DAY_LAYOUTS = ("%Y-%m-%d", "%a %d %b %Y")
+
+
+def _said_on(day: str) -> str:
+    """ "you said this on Dec 1"; plain "earlier" when the day cannot be read."""
+    for layout in DAY_LAYOUTS:
+        try:
+            when = datetime.strptime(day.strip(), layout)
+        except ValueError:
+            continue
+        return f"you said this on {when:%b} {when.day}"
+    return SAID_EARLIER
 
 
 def _context_lines(text: str) -> Iterator[_Line]:
@@ -221,7 +254,7 @@ def _context_lines(text: str) -> Iterator[_Line]:
             continue
         if section == "recall" and (match := _EXCHANGE.match(line)):
             earlier = match["where"].startswith("an earlier")
-            exchange = "said in an earlier conversation" if earlier else f"said in task {match['turn']}"
+            exchange = _said_on(match["when"]) if match["when"] else SAID_BEFORE if earlier else SAID_EARLIER
             continue
         if section is None or line.startswith("#") or line in (SUMMARY_FRAME, SUMMARY_END):
             continue  # sub-headers (## Decisions) keep the section they are in
@@ -232,7 +265,7 @@ def _context_lines(text: str) -> Iterator[_Line]:
                 part = "carried" if line.startswith("Carried") else "summary"
             continue
         if match := _MEMORY_LINE.match(line):
-            yield _Line(match["text"], "from memory", match["kind"])
+            yield _Line(match["text"], FROM_MEMORY, match["kind"])
         elif section == "memory":
             continue  # the block's description line
         elif section == "recall":
@@ -241,22 +274,33 @@ def _context_lines(text: str) -> Iterator[_Line]:
             # Anything else there is a coworker's reply, or a line of another layout: not a source.
         elif match := _TASK_LINE.match(line):
             if section == "summary" and part == "summary":  # a topic bullet
-                yield _Line(match["text"], _task_source(match["span"], in_summary=True))
+                yield _Line(match["text"], FROM_SUMMARY)
             else:  # a digest, "instruction → answer": only the instruction is someone's words
                 said = match["text"].split(" → ", 1)[0]
-                yield from _said_lines(said, _task_source(match["span"], in_summary=False))
+                yield from _said_lines(said, SAID_EARLIER)
         elif match := _SUMMARY_REF.match(line):
-            yield _Line(match["text"], f"summary, {match['ref'].lower()}")
+            yield _Line(match["text"], FROM_SUMMARY)
         elif part == "carried":
-            yield _Line(_BULLET.sub("", line), "our previous conversation")
+            yield _Line(_BULLET.sub("", line), FROM_PREVIOUS)
         elif section == "summary" and part == "summary":
-            yield _Line(_BULLET.sub("", line), "summary")
+            yield _Line(_BULLET.sub("", line), FROM_SUMMARY)
 
 
 def _said_lines(text: str, source: str) -> Iterator[_Line]:
-    """The sentences of what a person said that state something: not questions, not requests."""
+    """The sentences of what a person said that state something (not questions, not requests), and
+    the code blocks they wrote, each under the sentence that led into it."""
+    leads, code_lines = set(), set()
+    for before, language, code in _code_blocks(text):
+        code_lines.update(split_sentences(code))
+        lead = (split_sentences(before) or [""])[-1].strip()
+        if lead.endswith(("?", "？")) or _REQUEST_START.match(lead) or not lead:
+            lead = "Your code"  # a question or request is never quoted, not even in front of code
+        leads.add(lead)
+        yield _Line(lead.rstrip(" :："), source, code=f"```{language}\n{_clip_code(code)}\n```")
     for sentence in split_sentences(text):
         sentence = sentence.strip()
+        if sentence in leads or sentence in code_lines:
+            continue  # said with its code already, or code itself
         first = sentence.split(" ", 1)[0].lower().strip(",:;")
         if first in PAST or _REQUEST_START.match(sentence) or not states_fact(sentence):
             continue
@@ -268,9 +312,55 @@ def _is_context_block(message: BaseMessage) -> bool:
     return isinstance(message, HumanMessage) and message_text(message).lstrip().startswith(RECALL_HEADER)
 
 
-def _message_lines(messages: Sequence[BaseMessage], turns: Sequence[Any] | None) -> list[_Line]:
+_CODE_BLOCK = re.compile(r"```[ \t]*(?P<language>[\w+#.-]*)[^\n]*\n(?P<code>.*?)\n?```", re.S)
+# Code pasted without a fence: lines that open a definition or a block, or continue one indented.
+_CODE_OPENS = re.compile(
+    r"^\s*(?:def|class|function|async def|import|from \S+ import|fn|func|public|private|#include)\b"
+    r"|^\s*(?:const|let|var)\s+\w+\s*="
+    r"|\)\s*(?:->\s*[\w\[\], .]+)?[:{]\s*$|\{\s*$"  # "def add(a, b):", "add(a, b) {"; not "My function:"
+)
+_CODE_GOES_ON = re.compile(r"^(?:\s{2,}|\t)\S|^\s*[}\])]|;\s*$")
+
+
+def _code_blocks(text: str) -> Iterator[tuple[str, str, str]]:
+    """Each code block a person wrote, with its language and the text before it (up to the previous
+    block): fenced ones, and unfenced runs of at least two lines that read as code (pasted as is)."""
+    start = 0
+    for match in _CODE_BLOCK.finditer(text):
+        yield from _unfenced_blocks(text[start : match.start()])
+        if match["code"].strip():
+            yield text[start : match.start()], match["language"], match["code"].rstrip()
+        start = match.end()
+    yield from _unfenced_blocks(text[start:])
+
+
+def _unfenced_blocks(text: str) -> Iterator[tuple[str, str, str]]:
+    lines = text.split("\n")
+    index = 0
+    while index < len(lines):
+        end = index + 1
+        if _CODE_OPENS.search(lines[index]):
+            while end < len(lines) and (_CODE_GOES_ON.search(lines[end]) or _CODE_OPENS.search(lines[end])):
+                end += 1
+        if end - index >= 2:
+            yield "\n".join(lines[:index]), "", "\n".join(lines[index:end]).rstrip()
+        index = end
+
+
+def _clip_code(code: str) -> str:
+    if len(code) <= CODE_CHARS:
+        return code
+    return code[:CODE_CHARS].rsplit("\n", 1)[0] + "\n…"
+
+
+def _code_words(code: str) -> str:
+    # Identifiers split on case and underscores, so "add_numbers" or "addNumbers" is found by "add".
+    return " ".join(re.sub(r"([a-z])([A-Z])", r"\1 \2", code).replace("_", " ").split())
+
+
+def _message_lines(messages: Sequence[BaseMessage], dates: Sequence[Any] | None) -> list[_Line]:
     """Lines of the earlier tasks: what people said in them (never a reply, nor tool output), and the
-    context blocks (recall, fresh memory) shown in front of them."""
+    context blocks (recall, fresh memory) shown in front of them. `dates`: each task's day, when known."""
     lines: list[_Line] = []
     instructions: list[str] = []
     for message in messages:
@@ -278,11 +368,11 @@ def _message_lines(messages: Sequence[BaseMessage], turns: Sequence[Any] | None)
             lines.extend(_context_lines(message_text(message)))
         elif isinstance(message, HumanMessage):
             instructions.append(message_text(message))
-    if turns is not None and len(turns) != len(instructions):
-        turns = None  # a list that does not fit would cite the wrong tasks; better to cite none
+    if dates is not None and len(dates) != len(instructions):
+        dates = None  # a list that does not fit would give the wrong days; better to give none
     for index, said in enumerate(instructions):
-        source = f"said in task {turns[index]}" if turns is not None else "said earlier"
-        lines.extend(_said_lines(said, source))
+        day = dates[index] if dates is not None else None
+        lines.extend(_said_lines(said, _said_on(day) if isinstance(day, str) else SAID_EARLIER))
     return lines
 
 
@@ -318,21 +408,124 @@ def _relevant_lines(instruction: str, lines: Sequence[_Line], limit: int = QUOTE
 
 def _reply(request: CompletionRequest) -> str:
     instruction = request.instruction
-    current = max(
-        (i for i, m in enumerate(request.messages) if isinstance(m, HumanMessage) and not _is_context_block(m)),
-        default=len(request.messages),
-    )
-    turns = request.payload.get("turns")
+    current = _current(request.messages)
+    said_here = _said_here(request)
+    chinese = bool(_CJK.search(instruction))
+    if request.payload.get("channel_kind") == "meeting":
+        return _speak_to_agenda(instruction, said_here, chinese)
+    dates = request.payload.get("said_on")
     lines = [line for block in request.system for line in _context_lines(block)]
-    lines += _message_lines(request.messages[:current], turns if isinstance(turns, Sequence) else None)
-    # A colleague who answered this task before (several answer in shared channels) said these already.
-    said_here = " ".join(message_text(m) for m in request.messages[current + 1 :] if isinstance(m, AIMessage))
+    lines += _message_lines(request.messages[:current], dates if isinstance(dates, Sequence) else None)
     fresh = [line for line in lines if _stated(line.text) not in said_here]
     brief = request.payload.get("channel_kind") == "all_hands"
-    found = _relevant_lines(instruction, fresh, QUOTE_LIMIT_ALL_HANDS if brief else QUOTE_LIMIT)
+    producing = _asks_to_produce(instruction)
+    # Of a request to produce something, only what it is about is searched: "Draft a short tagline
+    # for the launch" is about the launch, not about drafts or being short.
+    topic = _PRODUCE.sub(" ", _SHAPE.sub(" ", instruction)) if producing else instruction
+    found = _relevant_lines(topic, fresh, QUOTE_LIMIT_ALL_HANDS if brief else QUOTE_LIMIT)
+    if producing:
+        # Honest first: it cannot write; then what it has that may help, if anything.
+        needs = NEEDS_A_MODEL_ZH if chinese else NEEDS_A_MODEL
+        parts = [needs] if needs not in said_here else []  # a colleague said it already
+        parts += [FOUND, _bullets(found)] if found else []
+        return "\n\n".join(parts) or NOTHING_TO_ADD
     if not found:
         return NOTHING_TO_ADD if len(fresh) < len(lines) and _relevant_lines(instruction, lines) else NOTHING_YET
-    return FOUND + "\n\n" + "\n".join(f"- {_stated(line.text)} ({line.source})" for line in found)
+    return FOUND + "\n\n" + _bullets(found)
+
+
+def _current(messages: Sequence[BaseMessage]) -> int:
+    """Where the current task's instruction is: the last message a person wrote (not a context block)."""
+    return max(
+        (i for i, m in enumerate(messages) if isinstance(m, HumanMessage) and not _is_context_block(m)),
+        default=len(messages),
+    )
+
+
+def _said_here(request: CompletionRequest) -> str:
+    """What colleagues who answered this task before (several answer in shared channels) said already."""
+    return " ".join(message_text(m) for m in request.messages[_current(request.messages) + 1 :] if isinstance(m, AIMessage))
+
+
+def _bullets(lines: Sequence[_Line]) -> str:
+    # A code block a person wrote stays a code block, after the bullet saying where it came from.
+    return "\n".join(
+        f"- {_stated(line.text)} ({line.source})" + (f":\n\n{line.code}\n" if line.code else "") for line in lines
+    ).rstrip()
+
+
+_CJK = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")
+# Asked to produce something (write, draft, code, translate…), which needs a model; not a question
+# about what was said ("what did we write?"), nor "show me that function again".
+_PRODUCE = re.compile(
+    r"^\s*(?:(?:please|pls|can you|could you|would you|will you|can u|now|ok(?:ay)?|also)[\s,]+)*"
+    r"(?:(?:write|draft|compose|translate|rewrite|rephrase|reword|generate|code|implement|create|design|brainstorm"
+    r"|propose|come up with|sketch|outline|proofread|polish|edit|refactor)\b"
+    r"(?!\s+(?:is|are|was|were|has|have|had|will|review|reviews|went)\b|\s*[:：])"  # "Code review is Friday" states
+    r"|make (?:a|an|me|us)\b|suggest (?:a|an|some|\d+)\b|(?:show|give|send|get) (?:me|us) (?:a|an|some|\d+)\b)"
+    r"|^(?:請|麻煩你?)?(?:幫我|幫忙|替我|你可以|可以)?(?:寫|草擬|起草|擬|翻譯|翻成|改寫|潤飾|潤稿|設計|生成|產生|想一?個|想幾個|做一?個)",
+    re.I,
+)
+
+
+# How the asked-for thing should be, which says nothing about what it is about.
+_SHAPE = re.compile(r"\b(?:short|shorter|brief|long|longer|quick|simple|little|nice|good|catchy|few)\b", re.I)
+
+
+def _asks_to_produce(instruction: str) -> bool:
+    return any(_PRODUCE.match(strip_chatter(sentence)) for sentence in split_sentences(instruction))
+
+
+def _speak_to_agenda(instruction: str, said_here: str, chinese: bool) -> str:
+    """A meeting turn speaks to what the person wrote on the agenda: memory may be older than the agenda
+    ("the launch is May 4" against "we moved the launch to May 11"), so it is not quoted against it."""
+    agenda = instruction.split("\n", 1)[1] if instruction.startswith("Agenda of the meeting") else instruction
+    items = [
+        _stated(_BULLET.sub("", sentence)) for sentence in split_sentences(agenda)
+        if not sentence.rstrip().endswith(("?", "？"))
+    ]
+    fresh = [item for item in dict.fromkeys(items) if item and item not in said_here][:QUOTE_LIMIT]
+    if not fresh:
+        return NOTHING_TO_ADD
+    return (FROM_AGENDA_ZH if chinese else FROM_AGENDA) + "\n\n" + "\n".join(f"- {item}" for item in fresh)
+
+
+# --- reply: remember and forget ------------------------------------------------
+
+
+def _acknowledge(request: CompletionRequest) -> str | None:
+    """ "Noted: the launch date is May 4." for a request to remember (the memory extractor stores it
+    after the task), "Okay, I'll forget the launch date." for one to forget; None for anything else.
+    Asked plainly only, and only what the extractor will act on, so it never promises what won't happen."""
+    if request.payload.get("channel_kind") == "meeting":
+        return None  # a meeting's turns speak to its agenda; its decisions are remembered with the notes
+    instruction = request.instruction
+    records = TaskRecords(turn=1, records=(Record(id="u", previous=None, turn=1, role="user", content=instruction),))
+    chinese = bool(_CJK.search(instruction))
+    # "Remember when we launched?" is a question; "forget it" names nothing to forget.
+    sentences = [sentence for sentence in split_sentences(instruction) if not sentence.rstrip().endswith(("?", "？"))]
+    asked = [body for sentence in sentences if (body := remember_request(sentence))]
+    forgotten = [text for text in forget_requests(records) if _topic_tokens(text) and not text.endswith(("?", "？"))]
+    if not asked and not forgotten:
+        return None
+    stored = extract_candidates(records)
+    noted = asked if stored else []
+    lines = [(f"記下了：{body}。" if chinese else f"Noted: {_as_said_to_you(body)}.") for body in noted]
+    lines += [(f"好的，我會忘記{text}。" if chinese else f"Okay, I'll forget {_as_said_to_you(text)}.") for text in forgotten]
+    text = "\n".join(line.replace("。。", "。").replace("..", ".") for line in lines)
+    if not lines:
+        text = NOTHING_TO_REMEMBER_ZH if chinese else NOTHING_TO_REMEMBER
+    # In a shared channel a colleague may have acknowledged it already: once is enough.
+    return NOTHING_TO_ADD if text in _said_here(request) else text
+
+
+_PRONOUNS = {"i": "you", "me": "you", "my": "your", "mine": "yours", "i'm": "you're", "am": "are", "myself": "yourself"}
+
+
+def _as_said_to_you(text: str) -> str:
+    """The user's words said back to them: "I prefer short answers" -> "you prefer short answers"."""
+    text = re.sub(r"\b(?:i'm|i|me|my|mine|myself)\b|(?<=\bi )am\b", lambda m: _PRONOUNS[m[0].lower()], text, flags=re.I)
+    return text.rstrip(" .。!！")
 
 
 def _stated(text: str) -> str:

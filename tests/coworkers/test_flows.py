@@ -1,11 +1,12 @@
 """Issue-level flows end to end: a reply, a document, a handoff; through Claude (the fake server) and offline."""
 
 import json
+from datetime import datetime, timezone
 
 from coworkers.providers import get_provider
 from coworkers.providers.offline import NOTHING_YET
 from office.models import Channel, Document
-from sessions import pipeline, services
+from sessions import memory, pipeline, services
 from sessions.models import MemoryItem, Task
 from tests.coworkers.fake_anthropic import Reply, Tool
 
@@ -90,3 +91,36 @@ def test_offline_the_same_flows_work(office, mina, theo, direct_channel, frames,
     follow = Task.objects.get(handed_off_from=handed)
     assert follow.coworker == "theo"
     assert "fix the invite link on mobile" in services.task_messages(follow.session, turn=follow.turn).get(role="user").content
+
+
+def test_offline_a_reply_says_on_which_day_the_person_said_it(office, mina, direct_channel, frames, no_background, monkeypatch):
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    said = run(direct_channel, "The launch date is May 4.")
+    services.task_messages(said.session, turn=said.turn).update(created_at=datetime(2026, 11, 30, 12, tzinfo=timezone.utc))
+
+    asked = run(direct_channel, "When is the launch?")
+
+    reply = services.task_messages(asked.session, turn=asked.turn).get(role="assistant").content
+    assert "- The launch date is May 4 (you said this on Nov 30)" in reply
+    assert "task" not in reply, "people never see task numbers"
+
+
+def test_offline_what_it_says_it_notes_is_remembered_and_what_it_says_it_forgets_is_gone(
+    office, mina, direct_channel, frames, no_background, monkeypatch
+):
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+
+    noted = run(direct_channel, "Please remember that the launch date is May 4.")
+    memory.extract_memory(task_id=noted.pk, provider=get_provider())  # the job the pipeline queues after the task
+
+    reply = services.task_messages(noted.session, turn=noted.turn).get(role="assistant").content
+    assert reply == "Noted: the launch date is May 4."
+    assert list(MemoryItem.objects.filter(active=True).values_list("text", flat=True)) == ["The launch date is May 4."]
+
+    forgot = run(direct_channel, "Please forget the launch date.")
+    memory.extract_memory(task_id=forgot.pk, provider=get_provider())
+
+    assert services.task_messages(forgot.session, turn=forgot.turn).get(role="assistant").content == (
+        "Okay, I'll forget the launch date."
+    )
+    assert not MemoryItem.objects.filter(active=True).exists()

@@ -22,7 +22,14 @@ from coworkers.providers import (
     estimate_tokens,
     get_provider,
 )
-from coworkers.providers.offline import FOUND, NOTHING_TO_ADD, NOTHING_YET
+from coworkers.providers.offline import (
+    FOUND,
+    NEEDS_A_MODEL,
+    NEEDS_A_MODEL_ZH,
+    NOTHING_TO_ADD,
+    NOTHING_TO_REMEMBER,
+    NOTHING_YET,
+)
 from coworkers.providers.scripted import CallTools, Fail, Reply, ScriptedProvider, ScriptExhausted
 from sessions import context
 from sessions.history import InvalidSequence, Record, TaskRecords, ToolCall
@@ -203,9 +210,10 @@ def test_it_answers_from_the_memory_item_holding_the_price_in_its_own_voice():
     assert completion.model == "offline"
 
 
-def test_it_answers_from_a_summary_decision_and_names_its_task():
+def test_it_answers_from_a_summary_decision_and_says_it_is_from_the_summary():
     completion = OfflineResponder().complete(ask("When is the launch?"))
-    assert "- We decided to launch on 3 March, after the beta ends (summary, task 3)" in completion.text
+    assert "- We decided to launch on 3 March, after the beta ends (from the summary)" in completion.text
+    assert "task" not in completion.text, "people never see task numbers"
 
 
 def test_it_answers_from_what_a_person_said_never_from_a_reply():
@@ -213,8 +221,10 @@ def test_it_answers_from_what_a_person_said_never_from_a_reply():
         HumanMessage("The landing page goes live on May 4. Draft a tagline for it."),
         AIMessage("Plan your agency's week in five minutes. The tagline works for the landing page."),
     )
-    completion = OfflineResponder().complete(ask("When does the landing page go live?", *earlier, payload={"turns": [7]}))
-    assert completion.text == f"{FOUND}\n\n- The landing page goes live on May 4 (said in task 7)"
+    completion = OfflineResponder().complete(
+        ask("When does the landing page go live?", *earlier, payload={"turns": [7], "said_on": ["2026-12-01"]})
+    )
+    assert completion.text == f"{FOUND}\n\n- The landing page goes live on May 4 (you said this on Dec 1)"
     assert "Plan your agency" not in completion.text and "Draft a tagline" not in completion.text, "no reply, no request"
 
 
@@ -230,7 +240,7 @@ def test_it_answers_from_a_chinese_summary():
         "- (task 2) 我們決定定價為每月 29 美元。\n- (task 4) 網站下週一上線。"
     )
     completion = OfflineResponder().complete(ask("價格是多少？", system=(PERSONA, summary)))
-    assert "- 我們決定定價為每月 29 美元 (summary, task 2)" in completion.text
+    assert "- 我們決定定價為每月 29 美元 (from the summary)" in completion.text
     assert "上線" not in completion.text
 
 
@@ -265,7 +275,7 @@ def test_it_answers_from_a_prompt_the_context_builder_made():
         payload={"turns": prompt.report["detailed_tasks"]},
     )
     text = OfflineResponder().complete(request).text
-    assert "(summary, task 1)" in text and "$29 per month" in text
+    assert "(from the summary)" in text and "$29 per month" in text
     assert "tagline" not in text
 
 
@@ -274,17 +284,155 @@ def test_it_answers_from_what_the_person_said_in_a_recalled_exchange_not_from_th
         context._tail_text([], [
             context.RecallCandidate(
                 turn=2, instruction="We booked the Harbour Loft for the offsite.", answer="Great, the Harbour Loft it is.",
-                coworker="mina", when="May 3",
+                coworker="mina", when="Sun 3 May 2026",  # as sessions.prompts writes it
             )
         ])
     )
     completion = OfflineResponder().complete(ask("Remind me about the offsite venue", recalled, system=(PERSONA,)))
-    assert completion.text == f"{FOUND}\n\n- We booked the Harbour Loft for the offsite (said in task 2)"
+    assert completion.text == f"{FOUND}\n\n- We booked the Harbour Loft for the offsite (you said this on May 3)"
 
 
 def test_it_says_it_has_nothing_yet_when_nothing_is_relevant():
-    completion = OfflineResponder().complete(ask("Write a haiku about autumn leaves"))
+    completion = OfflineResponder().complete(ask("Who is our lawyer?"))
     assert completion.text == NOTHING_YET
+
+
+def test_it_acknowledges_a_request_to_remember_by_saying_what_it_will_remember():
+    completion = OfflineResponder().complete(ask("Please remember that the launch date is May 4."))
+    assert completion.text == "Noted: the launch date is May 4."
+    assert OfflineResponder().complete(ask("Remember that I prefer short answers")).text == "Noted: you prefer short answers."
+
+
+def test_it_acknowledges_a_request_to_remember_in_chinese():
+    assert OfflineResponder().complete(ask("請記住上線日期是5月4日。")).text == "記下了：上線日期是5月4日。"
+    assert OfflineResponder().complete(ask("記得我們的預算是 5000 美元")).text == "記下了：我們的預算是 5000 美元。"
+
+
+def test_it_says_so_when_a_request_to_remember_holds_no_fact_it_will_store():
+    # The extractor stores nothing from "remember to call Bob": saying "Noted" would promise a memory that never comes.
+    assert OfflineResponder().complete(ask("Remember to call Bob")).text == NOTHING_TO_REMEMBER
+
+
+def test_it_acknowledges_a_request_to_forget_plainly():
+    assert OfflineResponder().complete(ask("Please forget the launch date.")).text == "Okay, I'll forget the launch date."
+    assert OfflineResponder().complete(ask("請忘記上線日期")).text == "好的，我會忘記上線日期。"
+
+
+def test_its_acknowledgement_never_quotes_an_earlier_reply():
+    earlier = (HumanMessage("When is the launch?"), AIMessage("The launch is on May 4, I believe."))
+    completion = OfflineResponder().complete(ask("Remember that the launch date is May 11.", *earlier))
+    assert completion.text == "Noted: the launch date is May 11."
+
+
+@pytest.mark.parametrize(
+    "instruction",
+    [
+        "Show me a Python function that adds two numbers",
+        "Draft a short tagline for the launch",
+        "Write a haiku about autumn leaves",
+        "Please translate our pricing into French",
+        "Can you write the release notes?",
+    ],
+)
+def test_it_says_writing_needs_a_model_when_asked_to_produce_something(instruction):
+    completion = OfflineResponder().complete(ask(instruction))
+    assert completion.text.startswith(NEEDS_A_MODEL)
+    assert NOTHING_YET not in completion.text
+
+
+@pytest.mark.parametrize("statement", ["Code review is on Friday.", "Draft: the launch plan", "Design reviews happen weekly."])
+def test_a_statement_opening_with_a_verb_of_writing_is_not_a_request_to_write(statement):
+    assert not OfflineResponder().complete(ask(statement)).text.startswith(NEEDS_A_MODEL)
+
+
+def test_after_saying_writing_needs_a_model_it_adds_what_it_has_on_the_topic():
+    completion = OfflineResponder().complete(ask("Draft a short tagline for the launch"))
+    assert completion.text == (
+        f"{NEEDS_A_MODEL}\n\n{FOUND}\n\n- We decided to launch on 3 March, after the beta ends (from the summary)"
+    ), "about the launch, not about drafts or being short"
+
+
+def test_it_says_writing_needs_a_model_in_chinese():
+    assert OfflineResponder().complete(ask("幫我寫一段產品介紹")).text == NEEDS_A_MODEL_ZH
+
+
+def test_it_still_answers_a_question_about_what_was_written():
+    assert OfflineResponder().complete(ask("What did we decide about pricing?")).text.startswith(FOUND)
+
+
+ADD_FUNCTION = "```python\ndef add(a, b):\n    return a + b\n```"
+
+
+def test_it_finds_a_function_the_person_pasted_and_quotes_it_as_a_code_block():
+    earlier = (
+        HumanMessage("Show me a Python function that adds two numbers"),
+        AIMessage(NEEDS_A_MODEL),
+        HumanMessage(f"Here's my add function:\n{ADD_FUNCTION}"),
+        AIMessage(NOTHING_YET),
+    )
+    completion = OfflineResponder().complete(
+        ask("Can you show me that add function again?", *earlier, payload={"said_on": ["2026-11-30", "2026-12-01"]})
+    )
+    assert completion.text == f"{FOUND}\n\n- Here's my add function (you said this on Dec 1):\n\n{ADD_FUNCTION}"
+
+
+def test_it_finds_a_code_block_pasted_on_its_own():
+    completion = OfflineResponder().complete(ask("Can you show me that add function again?", HumanMessage(ADD_FUNCTION)))
+    assert completion.text == f"{FOUND}\n\n- Your code (you said this earlier):\n\n{ADD_FUNCTION}"
+
+
+def test_it_finds_code_pasted_without_a_fence_and_quotes_it_as_a_code_block():
+    pasted = HumanMessage("My add function:\ndef add(a, b):\n    return a + b")
+    completion = OfflineResponder().complete(ask("Can you show me that add function again?", pasted))
+    assert completion.text == (
+        f"{FOUND}\n\n- My add function (you said this earlier):\n\n```\ndef add(a, b):\n    return a + b\n```"
+    )
+
+
+def test_a_long_pasted_file_comes_back_as_its_opening_lines():
+    long_file = "```python\n" + "\n".join(f"def add_{n}(a, b):\n    return a + b + {n}" for n in range(200)) + "\n```"
+    completion = OfflineResponder().complete(ask("Show me the add functions again", HumanMessage(long_file)))
+    assert "def add_0(a, b):" in completion.text and "def add_199" not in completion.text
+    assert completion.text.endswith("\n…\n```") and len(completion.text) < 2_000
+
+
+def test_prose_ending_with_a_colon_is_not_taken_for_code():
+    said = HumanMessage("The launch plan is ready:\nthe launch is on May 4.")
+    completion = OfflineResponder().complete(ask("When is the launch?", said, system=(PERSONA,)))
+    assert "```" not in completion.text and "May 4" in completion.text
+
+
+MEETING_AGENDA = "Agenda of the meeting “Launch”:\nWe decided to move the launch to May 11.\n- Who writes the announcement?"
+
+
+def test_in_a_meeting_it_speaks_to_the_agenda_not_to_a_memory_the_agenda_contradicts():
+    memory = "# Long-term memory\nDurable facts.\n- [project] The launch date is May 4."
+    completion = OfflineResponder().complete(
+        ask(MEETING_AGENDA, system=(PERSONA, memory), payload={"channel_kind": "meeting"})
+    )
+    assert completion.text == "On the agenda:\n\n- We decided to move the launch to May 11"
+    assert "May 4" not in completion.text
+
+
+def test_in_a_meeting_a_remember_line_on_the_agenda_is_spoken_to_like_the_rest():
+    agenda = "Agenda of the meeting “Launch”:\nRemember that the launch moved to May 11."
+    completion = OfflineResponder().complete(ask(agenda, payload={"channel_kind": "meeting"}))
+    assert completion.text == "On the agenda:\n\n- Remember that the launch moved to May 11"
+
+
+def test_in_a_meeting_the_next_participant_does_not_repeat_the_agenda():
+    first = OfflineResponder().complete(ask(MEETING_AGENDA, payload={"channel_kind": "meeting"})).text
+    after = ask(MEETING_AGENDA, payload={"channel_kind": "meeting"})
+    second = CompletionRequest("reply", after.system, (*after.messages, AIMessage(first)), "m", 512, payload=after.payload)
+    assert OfflineResponder().complete(second).text == NOTHING_TO_ADD
+
+
+def test_a_second_coworker_does_not_repeat_an_acknowledgement_or_that_writing_needs_a_model():
+    for instruction in ("Remember that the launch date is May 4.", "Write a haiku about autumn leaves"):
+        first = OfflineResponder().complete(ask(instruction)).text
+        after = ask(instruction)
+        second = CompletionRequest("reply", after.system, (*after.messages, AIMessage(first)), "m", 512)
+        assert OfflineResponder().complete(second).text == NOTHING_TO_ADD, instruction
 
 
 def test_in_all_hands_it_answers_in_one_line():
@@ -316,14 +464,14 @@ def test_its_replies_never_quote_an_earlier_reply_however_long_the_conversation(
         )
         reply = responder.complete(request).text
         for line in reply.splitlines()[2:]:
-            said, source = re.fullmatch(r"- (.+) \((said in task \d+)\)", line).groups()
+            said, source = re.fullmatch(r"- (.+) \((you said this earlier)\)", line).groups()
             assert said + "." in asks, line
         replies.append(reply)
         tasks.append(TaskRecords(turn=turn, records=(
             record(f"u{turn}", f"a{turn - 1}" if turn > 1 else None, "user", said, turn=turn),
             record(f"a{turn}", f"u{turn}", "assistant", reply, coworker="mina", turn=turn),
         )))
-    assert "- The launch date is May 4 (said in task 1)" in replies[1]
+    assert "- The launch date is May 4 (you said this earlier)" in replies[1]
 
 
 def test_it_never_quotes_the_persona():
@@ -350,11 +498,19 @@ def test_it_stops_mid_stream_with_the_partial_text():
     assert len(completion.text) < len(full) and full.startswith(completion.text)
 
 
+# Every way an offline reply opens: what it found, that it has nothing, that writing needs a model,
+# or the acknowledgement of a request to remember or forget.
+OPENINGS = (
+    NOTHING_YET, FOUND, NEEDS_A_MODEL, NEEDS_A_MODEL_ZH, NOTHING_TO_REMEMBER, "我看不出",
+    "Noted: ", "Okay, I'll forget ", "記下了：", "好的，我會忘記",
+)
+
+
 @given(st.text(min_size=1, max_size=200).filter(str.strip))
 def test_every_offline_reply_is_short_deterministic_and_streams_whole(instruction):
     chunks: list[str] = []
     completion = OfflineResponder().complete(ask(instruction), on_text=chunks.append)
-    assert completion.text == NOTHING_YET or completion.text.startswith(FOUND)
+    assert completion.text.startswith(OPENINGS)
     assert len(completion.text) < 1_200
     assert "".join(chunks) == completion.text
     assert OfflineResponder().complete(ask(instruction)).text == completion.text

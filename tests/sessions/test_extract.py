@@ -11,6 +11,7 @@ from sessions.extract import (
     forget_requests,
     match_forget,
     most_similar,
+    remember_request,
 )
 from sessions.history import Record, TaskRecords
 from sessions.summarize import content_words
@@ -387,3 +388,17 @@ def test_every_candidate_says_something_specific(text):
     for candidate in extract_candidates(task(("user", text))):
         assert content_words(candidate.text), candidate
         assert candidate.kind in KINDS
+
+
+@pytest.mark.parametrize(
+    ("sentence", "asked"),
+    [
+        ("Please remember that the launch date is May 4.", "the launch date is May 4"),
+        ("Note: we ship on Fridays!", "we ship on Fridays"),
+        ("請記住上線日期是5月4日。", "上線日期是5月4日"),
+        ("When is the launch?", None),
+        ("I remember the launch went well.", None),
+    ],
+)
+def test_a_request_to_remember_gives_what_to_remember_in_the_users_words(sentence, asked):
+    assert remember_request(sentence) == asked

@@ -44,6 +44,19 @@ def test_a_meeting_takes_turns_then_remembers_decisions_and_starts_follow_ups(of
     assert follow_up.pk in no_background, "the follow-up is queued to run"
 
 
+def test_offline_a_meeting_turn_speaks_to_the_agenda_not_to_an_older_memory(office, mina, theo, frames, no_background):
+    MemoryItem.objects.create(office=office, text="The launch date is May 4.", kind="project")
+    channel, task = meetings.start_meeting(
+        office=office, title="Launch", agenda="We decided to move the launch to May 11.",
+        participants=[mina, theo], rounds=1, provider=OfflineResponder(),
+    )
+
+    done = pipeline.run_task(task.pk, provider=OfflineResponder())
+
+    turns = list(services.task_messages(done.session, turn=1).filter(role="assistant").values_list("content", flat=True))
+    assert turns == ["On the agenda:\n\n- We decided to move the launch to May 11", "Nothing to add from me."]
+
+
 def test_a_meeting_runs_offline_too(office, mina, theo, frames, no_background):
     channel, task = meetings.start_meeting(
         office=office, title="Pricing", agenda="We decided the Team plan costs $29. Theo will update the pricing page by Friday.",
