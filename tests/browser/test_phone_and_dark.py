@@ -39,9 +39,10 @@ def test_on_a_phone_the_report_fits_and_counts_a_fact_shown_with_an_earlier_task
     for n, text in enumerate(["The launch date is May 4.", "When is the launch?", "What about the launch?"], start=1):
         send(page, text)
         wait_for_replies(page, n)
-    page.set_viewport_size(PHONE)
 
-    for scheme in ("light", "dark"):
+    for size, scheme in ((None, "light"), (PHONE, "light"), (PHONE, "dark")):
+        if size:
+            page.set_viewport_size(size)
         page.emulate_media(color_scheme=scheme)
         bar = page.locator(".msg.assistant").last.locator(".ctxbar")
         bar.locator(".seg").first.wait_for(timeout=10_000)
@@ -50,6 +51,9 @@ def test_on_a_phone_the_report_fits_and_counts_a_fact_shown_with_an_earlier_task
         page.locator(".report-sentence:not(:empty)").wait_for()
         page.locator("dialog.report .input-note").wait_for()
 
+        names = dialog.locator(".legend li > span:nth-child(2)").evaluate_all(
+            "ns => ns.map(n => n.getBoundingClientRect().height / parseFloat(getComputedStyle(n).lineHeight))")
+        assert max(names) < 1.5, "each layer's name on one line, no word broken"
         sizes = dialog.evaluate(OVERFLOW)
         assert sizes["scroll"] <= sizes["client"] and not sizes["outside"], (scheme, sizes)
         text = dialog.inner_text()
@@ -61,7 +65,7 @@ def test_on_a_phone_the_report_fits_and_counts_a_fact_shown_with_an_earlier_task
         bar_tokens = re.search(r"~([\d,]+) tokens", bar.get_attribute("title")).group(1)
         assert f"The bar counts the prompt's text: about {bar_tokens} tokens." in text
         dialog.evaluate("d => d.scrollTop = d.scrollHeight")
-        page.screenshot(path=str(ARTIFACTS / f"report-390-{scheme}.png"))
+        page.screenshot(path=str(ARTIFACTS / f"report-{size['width'] if size else 1280}-{scheme}.png"))
         page.keyboard.press("Escape")
         dialog.wait_for(state="hidden")
     context.close()
