@@ -64,6 +64,7 @@ def test_on_a_phone_the_report_fits_and_counts_a_fact_shown_with_an_earlier_task
         assert "Shown again" not in text
         bar_tokens = re.search(r"~([\d,]+) tokens", bar.get_attribute("title")).group(1)
         assert f"The bar counts the prompt's text: about {bar_tokens} tokens." in text
+        page.screenshot(path=str(ARTIFACTS / f"report-{size['width'] if size else 1280}-{scheme}-top.png"))
         dialog.evaluate("d => d.scrollTop = d.scrollHeight")
         page.screenshot(path=str(ARTIFACTS / f"report-{size['width'] if size else 1280}-{scheme}.png"))
         page.keyboard.press("Escape")
