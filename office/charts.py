@@ -12,8 +12,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from html import escape
 
-WIDTH, HEIGHT = 720, 240
-LEFT, RIGHT, TOP, BOTTOM = 64, 12, 16, 32
+# The viewBox: the chart scales to its box's width (CSS width 100%). Narrow enough that on a phone, with
+# the larger text app.css gives it there, a label is still about 10 px; LEFT leaves room for "$0.50".
+WIDTH, HEIGHT = 560, 220
+LEFT, RIGHT, TOP, BOTTOM = 72, 12, 16, 32
+# The largest a label is drawn (app.css, on a phone), in viewBox units, and a character's width at that size.
+LABEL_SIZE, CHAR_WIDTH = 18, 0.6
 HEX = re.compile(r"^#[0-9a-fA-F]{6}$")
 FALLBACK_COLOUR = "#6366f1"
 
@@ -69,7 +73,9 @@ def stacked_bars(
     count = max(len(labels), 1)
     slot = plot_w / count
     width = max(min(slot * 0.62, 48), 2)
-    every = 1 if count <= 10 else math.ceil(count / 8)  # a label on every day up to ten, else about eight
+    # A label on every day up to ten, else about eight; fewer when a label would run into the next one.
+    widest = max((len(label) for label in labels), default=0) * LABEL_SIZE * CHAR_WIDTH
+    every = max(1 if count <= 10 else math.ceil(count / 8), math.ceil(widest / slot))
     for index, (label, bar) in enumerate(zip(labels, bars)):
         x = LEFT + slot * index + (slot - width) / 2
         y = TOP + plot_h

@@ -25,8 +25,56 @@ def describe(report: Mapping[str, Any] | None, *, who: str, usage: Mapping[str, 
         "summary": [],
     }
     if report:
-        words |= {"sentence": sentence(report, who=who), "total": total(report, who=who), "summary": summary_parts(report)}
+        words |= {
+            "sentence": sentence(report, who=who),
+            "total": total(report, who=who),
+            "summary": summary_parts(report),
+            "memory_elsewhere": memory_elsewhere(report),
+            "kept_recall": kept_recall(report),
+            "input_tokens": input_tokens_line(report, who=who, usage=usage),
+        }
     return words
+
+
+def memory_elsewhere(report: Mapping[str, Any]) -> str:
+    """The remembered facts the memory part did not hold but the prompt showed, for the legend's Memory row:
+    "1 fact, shown with an earlier task". Their characters are counted in Recalled, where they sit."""
+    layers = report.get("layers") or {}
+    recalled = layers.get("recalled") or {}
+    in_memory = set((layers.get("memory") or {}).get("items") or ())
+    here = [i for i in dict.fromkeys(recalled.get("memory_items") or ()) if i not in in_memory]
+    kept = [i for i in dict.fromkeys(recalled.get("kept_memory_items") or ()) if i not in in_memory and i not in here]
+    places = [(len(kept), "with an earlier task"), (len(here), "with your message")]
+    places = [(n, where) for n, where in places if n]
+    if not places:
+        return ""
+    if len(places) == 1:
+        (n, where), = places
+        return f"{_count(n, 'fact')}, shown {where}"
+    return f"{_count(len(kept) + len(here), 'fact')}: " + " and ".join(f"{n} shown {where}" for n, where in places)
+
+
+def kept_recall(report: Mapping[str, Any]) -> str:
+    """Earlier tasks still shown after what was recalled for them when they were asked ("" when none)."""
+    turns = list(((report.get("layers") or {}).get("recent") or {}).get("kept_tails") or ())
+    if not turns:
+        return ""
+    each = "still" if len(turns) == 1 else "each still"
+    return f"{_tasks(turns).capitalize()}, {each} with what was recalled for it when you asked it"
+
+
+def input_tokens_line(report: Mapping[str, Any], *, who: str, usage: Mapping[str, Any]) -> str:
+    """Why "Input tokens" is more than the bar's figure: they count different things, said plainly."""
+    shown, sent = report.get("estimated_tokens"), usage.get("input_tokens")
+    if not isinstance(shown, int) or not sent:
+        return ""
+    calls = int(usage.get("calls") or 1)
+    each = "" if calls == 1 else f", in each of the task's {calls} model calls"
+    return (
+        f"The bar counts the prompt's text: about {shown:,} tokens. What the model was sent (input tokens, with "
+        f"those written to and read from the cache) also holds that text's framing and the descriptions of the "
+        f"tools {who} can use{each}."
+    )
 
 
 def sentence(report: Mapping[str, Any], *, who: str) -> str:

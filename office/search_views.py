@@ -17,6 +17,7 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
 from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme
+from django.utils.dateformat import format as format_date
 from django.utils.html import escape
 from django.utils.safestring import SafeString, mark_safe
 
@@ -24,7 +25,7 @@ from sessions import relevance, search
 from sessions.models import Message, Session
 
 from .models import Channel
-from .views import _prepare_history, _visible_channel, nudges_under_their_instruction, offices_of, sidebar
+from .views import _prepare_history, _visible_channel, nudges_under_their_instruction, offices_of, plain_words, sidebar
 
 RESULTS = 30
 QUERY_CHARS = 300
@@ -63,11 +64,21 @@ def found_messages(query: str, channels) -> list[dict]:
                 "message": message,
                 "channel": channel,
                 "speaker": _speaker(message, coworkers),
-                "snippet": highlighted(_searchable(message), hit.matched),
+                # Plain words, as past conversations are previewed: a reply's markdown marks mean nothing in a line.
+                "snippet": highlighted(plain_words(_searchable(message)), hit.matched),
                 "active": message.session.status == Session.Status.ACTIVE,
+                "where": conversation_title(channel, message.session),
             }
         )
     return results
+
+
+def conversation_title(channel: Channel, session: Session) -> str:
+    """"Launch sync · this conversation", "Mina · conversation of Dec 1": the channel, then which of its conversations."""
+    name = channel.coworker.name if channel.kind == Channel.Kind.DIRECT and channel.coworker else channel.name
+    if session.status == Session.Status.ACTIVE:
+        return f"{name} · this conversation"
+    return f"{name} · conversation of {format_date(session.started_at, 'M j')}"
 
 
 def _speaker(message: Message, coworkers: dict[str, str]) -> str:
@@ -120,6 +131,7 @@ def message_in_context(request: HttpRequest, channel_id: int, message_id: uuid.U
             "channel": channel,
             "session": session,
             "target": target,
+            "title": conversation_title(channel, session),
             "results_url": _results_url(request, channel.office.slug),
             "history": messages,
             "more_before": messages and messages[0].position > 1,

@@ -229,6 +229,8 @@ def task_report(request: HttpRequest, channel_id: int, turn: int) -> JsonRespons
         "cache_read_tokens": task.cache_read_tokens,
         "output_tokens": task.output_tokens,
         "cost_usd": str(task.cost_usd) if task.cost_usd is not None else None,
+        # Input tokens add up every call of the task (a tool loop makes several); the bar shows one prompt.
+        "calls": task.model_calls.count(),
     }
     coworker = channel.office.coworkers.filter(slug=task.coworker).first() if task.coworker else None
     who = coworker.name if coworker else (task.coworker or "The coworker")

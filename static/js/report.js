@@ -106,8 +106,11 @@ export async function openReport(sessionId, turn, opener) {
   dialog.addEventListener("close", () => opener?.focus(), { once: true });
 }
 
+// "none" reads the same in every row of the dialog.
+const none = (text = "none") => el("span", { class: "muted none", text });
+
 function recalledSummary(exchanges) {
-  if (!exchanges.length) return "none";
+  if (!exchanges.length) return none();
   const earlier = exchanges.filter((x) => x.earlier_session).length;
   const here = exchanges.length - earlier;
   const parts = [];
@@ -117,7 +120,7 @@ function recalledSummary(exchanges) {
 }
 
 function turnChips(turns) {
-  if (!turns || !turns.length) return el("span", { class: "muted", text: "none" });
+  if (!turns || !turns.length) return none();
   return el("span", { class: "turns" }, turns.map((t) => el("span", { class: "t", text: `#${t}` })));
 }
 
@@ -144,13 +147,17 @@ function reportContent(answer) {
       const layer = layers[name] || {};
       const chars = Number(layer.chars) || 0;
       const tokens = typeof layer.tokens === "number" ? layer.tokens : null;
+      // Recall has no fixed budget of its own: it takes the room the other layers leave.
+      let amountText = plainAmount(chars, name === "recalled" ? null : layer.budget, tokens);
+      // A fact can reach the prompt outside the memory part (with an earlier task, or with this message):
+      // the Memory row still counts it, so it agrees with the sentence on top.
+      if (name === "memory" && overview.memory_elsewhere) amountText = chars ? `${amountText}; ${overview.memory_elsewhere}` : overview.memory_elsewhere;
       if (chars) track.append(el("span", { class: `seg seg-${name}`, style: `flex-grow: ${chars}`, title: `${label}: ${amount(chars, tokens)}` }));
       legend.append(
         el("li", { title: description, dataset: { layer: name } },
           el("span", { class: `swatch seg-${name}` }),
           el("span", { text: label }),
-          // Recall has no fixed budget of its own: it takes the room the other layers leave.
-          el("span", { class: "num", text: plainAmount(chars, name === "recalled" ? null : layer.budget, tokens) }),
+          el("span", { class: "num", text: amountText }),
         ),
       );
     }
@@ -163,9 +170,9 @@ function reportContent(answer) {
       el("dl", {},
         el("dt", { text: "In full" }), el("dd", {}, turnChips(report.detailed_tasks || layers.recent?.tasks)),
         el("dt", { text: "As short notes" }), el("dd", {}, turnChips(report.digested_tasks)),
-        el("dt", { text: "In the summary" }), el("dd", { text: through ? (through > 1 ? `tasks 1–${through}` : "task 1") : "none yet" }),
-        el("dt", { text: "Found for your message" }), el("dd", { text: recalledSummary(layers.recalled?.exchanges || []) }),
-        el("dt", { text: "Shown again with what was recalled for them" }), el("dd", {}, turnChips(layers.recent?.kept_tails)),
+        el("dt", { text: "In the summary" }), el("dd", {}, through ? (through > 1 ? `tasks 1–${through}` : "task 1") : none()),
+        el("dt", { text: "Found for your message" }), el("dd", {}, recalledSummary(layers.recalled?.exchanges || [])),
+        el("dt", { text: "Recalled earlier, still shown" }), el("dd", {}, overview.kept_recall || none()),
       ),
     );
     const exchanges = layers.recalled?.exchanges || [];
@@ -228,6 +235,7 @@ function reportContent(answer) {
       el("dt", { text: "Cost" }), el("dd", { text: overview.cost || "—" }),
     ),
   );
+  if (overview.input_tokens) parts.push(el("p", { class: "muted input-note", text: overview.input_tokens }));
   if (overview.offline) parts.push(el("p", { class: "muted", text: "Answered offline: no model was called, so nothing was billed." }));
 
   if (report && report.notes && report.notes.length) {

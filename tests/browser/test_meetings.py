@@ -76,7 +76,7 @@ def test_a_meeting_from_the_button_to_its_notes_memory_and_follow_up(paced_serve
             page.screenshot(path=str(ARTIFACTS / "meeting-streaming.png"))
     notes = page.locator(".msg.notice.notes")
     notes.wait_for(timeout=30_000)
-    assert page.locator("h1").inner_text() == "# Launch sync"
+    assert page.locator("h1").inner_text() == "Launch sync"
     speakers = [who.inner_text() for who in page.locator(".msg.assistant .who").all()]
     assert speakers == ["Mina", "Theo"], "each participant speaks in turn"
     assert streamed >= {"mina", "theo"}, "each turn streamed in live"
@@ -128,7 +128,7 @@ def test_a_project_from_the_button_to_a_reply(server, demo, browser):
     page.get_by_role("button", name="Create the project").click()
     page.wait_for_url(re.compile(rf"{server}/c/\d+/$"))
     page.wait_for_selector(".conn:has-text('Live')", timeout=15_000)
-    assert page.locator("h1").inner_text() == "# Website refresh"
+    assert page.locator("h1").inner_text() == "Website refresh"
     assert page.locator(".chat-head .members").inner_text() == "With Iris, Theo"
     sidebar = page.locator("#sidebar")
     assert sidebar.get_by_role("link", name="Website refresh").get_attribute("aria-current") == "page"

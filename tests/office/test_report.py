@@ -163,3 +163,37 @@ def test_the_summary_comes_rendered_with_the_model_of_each_fold(client, bob, dir
     assert summary["text"].startswith("## Facts and numbers")
     assert "<h2>Facts and numbers</h2>" in summary["html"] and "##" not in summary["html"]
     assert summary["written_by"] == "Written in 2 steps: tasks 1–4 by offline; tasks 5–8 by claude-haiku-4-5."
+
+
+# The legend, the rows and the token figures in plain words (pure) --------------------------------
+
+
+def test_a_fact_shown_with_an_earlier_task_is_counted_in_the_memory_row():
+    report = a_report(recent={"chars": 900, "tasks": [1, 2, 3], "kept_tails": [2]}, recalled={"chars": 199, "kept_memory_items": [7]})
+
+    assert report_text.sentence(report, who="Mina") == "Mina saw your last 3 tasks in full and 1 remembered fact."
+    assert report_text.memory_elsewhere(report) == "1 fact, shown with an earlier task"
+    both = a_report(memory={"chars": 90, "items": [5]}, recalled={"chars": 300, "memory_items": [8], "kept_memory_items": [5, 7]})
+    assert report_text.memory_elsewhere(both) == "2 facts: 1 shown with an earlier task and 1 shown with your message"
+    assert report_text.memory_elsewhere(a_report(memory={"chars": 90, "items": [5]})) == ""
+
+
+def test_tasks_kept_with_their_recall_are_said_in_plain_words():
+    one = a_report(recent={"chars": 900, "tasks": [1, 2, 3], "kept_tails": [2]})
+    three = a_report(recent={"chars": 900, "tasks": [1, 2, 3], "kept_tails": [1, 2, 3]})
+
+    assert report_text.kept_recall(one) == "Task 2, still with what was recalled for it when you asked it"
+    assert report_text.kept_recall(three) == "Tasks 1–3, each still with what was recalled for it when you asked it"
+    assert report_text.kept_recall(a_report()) == ""
+
+
+def test_the_input_tokens_say_what_they_count_beside_the_bar():
+    report = a_report(recent={"chars": 274, "tokens": 122, "tasks": [1]})
+    usage = {"provider": "offline", "input_tokens": 1_381, "calls": 1}
+
+    words = report_text.describe(report, who="Mina", usage=usage)
+
+    assert words["input_tokens"].startswith(f"The bar counts the prompt's text: about {report['estimated_tokens']:,} tokens.")
+    assert "the descriptions of the tools Mina can use." in words["input_tokens"]
+    two_calls = report_text.input_tokens_line(report, who="Mina", usage={**usage, "calls": 2})
+    assert two_calls.endswith("in each of the task's 2 model calls.")

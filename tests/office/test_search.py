@@ -36,7 +36,8 @@ def test_it_finds_an_old_decision_in_a_past_conversation_with_the_words_marked(a
 
     assert page.status_code == 200
     html = page.content.decode()
-    assert "past conversation" in html
+    ended = decision.session
+    assert f"Mina · conversation of {ended.started_at:%b} {ended.started_at.day}" in html
     assert "<mark>decided</mark> on Lakeview Lodge for the <mark>offsite</mark>" in html
     link = reverse("message_in_context", args=[direct_channel.pk, decision.pk])
     assert f'href="{link}#m-{decision.pk}"' in html
@@ -88,3 +89,24 @@ def test_a_snippet_is_escaped_around_its_marks():
 
     assert "<script>" not in snippet
     assert "&lt;script&gt;" in snippet and "<mark>venue</mark>" in snippet
+
+
+def test_a_snippet_reads_as_plain_words_with_its_marks_kept(alice, office, direct_channel):
+    said(direct_channel, "When is the launch?", "Here's what I have on that:\n\n- The **launch** date is May 4 (from memory)\n- `<b>` stays text")
+
+    html = search(signed_in(alice), office, "launch date").content.decode()
+
+    assert "Here&#x27;s what I have on that: The <mark>launch</mark> <mark>date</mark> is May 4 (from memory) &lt;b&gt; stays text" in html
+    assert "- The" not in html and "**" not in html
+
+
+def test_a_result_is_titled_by_its_channel_and_which_conversation(alice, office, direct_channel, main_channel):
+    found = said(main_channel, "Where is the offsite?", "The offsite is at Lakeview Lodge.")
+    client = signed_in(alice)
+
+    html = search(client, office, "offsite").content.decode()
+    opened = client.get(reverse("message_in_context", args=[main_channel.pk, found.pk])).content.decode()
+
+    assert f'<span class="result-where">{main_channel.name} · this conversation</span>' in html
+    assert f"<h1>{main_channel.name} · this conversation</h1>" in opened
+    assert "Earlier in the conversation with" not in opened and "# " not in opened.split("<h1>")[1].split("</h1>")[0]
