@@ -114,7 +114,7 @@ def test_the_channel_page_shows_instructions_replies_names_and_titles_as_text(cl
 def test_a_project_channel_shows_its_name_and_topic_as_text(client, hostile):
     html = page(client, f"/c/{hostile['project'].pk}/")
 
-    assert f"<h1># {escaped(CHANNEL_NAME)}</h1>" in html
+    assert f"<h1>{escaped(CHANNEL_NAME)}</h1>" in html
     assert escaped(TOPIC) in html
 
 
