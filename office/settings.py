@@ -115,7 +115,19 @@ TEMPLATES = [
 
 # Database: SQLite in WAL mode by default; DATABASE_URL for PostgreSQL.
 DATABASE_URL = env("DATABASE_URL")
-if DATABASE_URL:
+# DATABASE_POOL_SIZE (make prod sets it): each process shares a pool of that many PostgreSQL
+# connections among its threads, and a reply waiting on the model gives its connection back
+# (sessions.pipeline.release_connection), so a worker's many reply threads need few connections.
+DATABASE_POOL_SIZE = int(env("DATABASE_POOL_SIZE", "0"))
+if DATABASE_URL and DATABASE_POOL_SIZE:
+    # Django's pool checks each connection before handing it out (a restarted PostgreSQL's are dropped).
+    DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_health_checks=True)}
+    DATABASES["default"].setdefault("OPTIONS", {})["pool"] = {
+        "min_size": 1,
+        "max_size": DATABASE_POOL_SIZE,
+        "timeout": 30,  # a thread waits this long for a free connection before it fails
+    }
+elif DATABASE_URL:
     DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=60, conn_health_checks=True)}
 else:
     DATABASES = {

@@ -19,7 +19,7 @@ from datetime import timedelta
 from decimal import Decimal
 
 from django.conf import settings
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, connection, transaction
 from django.db.models import F
 from django.utils import timezone
 
@@ -329,6 +329,7 @@ def work_as(task: Task, slug: str, provider: Provider) -> str:
             },
         )
         deltas = DeltaBatcher(channel.pk, task.pk, slug)
+        release_connection()
         try:
             completion = provider.complete(request, on_text=deltas.push, should_stop=stopped)
         except ProviderError as error:
@@ -468,6 +469,14 @@ def _instruction(task: Task) -> str:
 # Helpers for the stream -----------------------------------------------------------
 
 
+def release_connection() -> None:
+    """With pooled connections (DATABASE_POOL_SIZE), give this thread's back while it waits on
+    the model: a reply streams for seconds, and holding a connection that long is what would
+    cap how many stream at once. Without a pool a connection is kept (reopening costs more)."""
+    if settings.DATABASE_POOL_SIZE and not connection.in_atomic_block:
+        connection.close()
+
+
 class StopCheck:
     """Has a stop been asked for, or has this attempt lost the task? Reads the database at most every
     STOP_CHECK_SECONDS, and renews the lease while the work goes on (a long stream included), so
@@ -494,6 +503,7 @@ class StopCheck:
             if not self.stopped and self.clock() - self.renewed_at >= lease().total_seconds() / 3:
                 self.renewed_at = self.clock()
                 renew_lease_of(self.task_id, self.attempt)
+            release_connection()  # checked while the model streams: back to waiting
         return self.stopped
 
     def outcome(self) -> str:
