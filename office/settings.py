@@ -125,7 +125,9 @@ if DATABASE_URL and DATABASE_POOL_SIZE:
     DATABASES["default"].setdefault("OPTIONS", {})["pool"] = {
         "min_size": 1,
         "max_size": DATABASE_POOL_SIZE,
-        "timeout": 30,  # a thread waits this long for a free connection before it fails
+        # A thread waits at most this long for a connection; past it the request fails as the
+        # database being away (a 503 page, an `unavailable` frame), never a page that hangs.
+        "timeout": 5,
     }
 elif DATABASE_URL:
     DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=60, conn_health_checks=True)}
