@@ -9,7 +9,7 @@ from django.test import Client
 from django.urls import reverse
 
 from office.models import Channel
-from sessions import history, services
+from sessions import history, nudge, services
 from sessions.models import MemoryEvent, MemoryItem, Message, Session, SummaryVersion, Task
 
 pytestmark = pytest.mark.django_db
@@ -183,6 +183,17 @@ def test_a_member_reads_a_past_conversation(client, bob, conversation, direct_ch
     assert "Past conversation with Mina" in text and "read-only" in text
     assert "Draft the &lt;script&gt;" in text and "Here is a <strong>draft</strong>." in text
     assert 'id="composer' not in text  # nothing to send from here
+
+
+def test_a_past_conversation_of_a_shared_channel_says_where_it_was(client, bob, main_channel):
+    session = services.get_active_session(channel=main_channel)
+    services.start_task(session=session, instruction="Is the deploy green?")
+    nudge.start_new_conversation(channel=main_channel)
+    client.force_login(bob)
+
+    text = client.get(reverse("past_session", args=[main_channel.pk, session.pk])).content.decode()
+
+    assert f"Past conversation in #{main_channel.name}" in text
 
 
 def test_the_active_conversation_is_on_the_channel_page(client, bob, conversation, direct_channel):
