@@ -307,3 +307,28 @@ def test_it_refuses_clearly_while_postgresql_is_away_and_works_again_after(start
     assert sorted(m["id"] for m in tab.messages()) == sorted(m["id"] for m in messages)
     assert not tab.pending
     assert store.half_written() == []
+
+
+@needs_services
+def test_stopping_the_topology_lets_a_reply_in_flight_finish(start_topology):
+    # About three seconds of streaming, of which the stop comes in the middle.
+    topology = start_topology(env={"PACED_REPLY_CHARS": "1500", "PACED_CHUNK_MS": "40"})
+    office = set_up_office(topology)
+    store = Store(topology.database_url)
+    credentials = sign_in_when_ready(topology, office)
+
+    async def scenario() -> None:
+        tab = await Tab(credentials, office.direct).open()
+        await tab.send_instruction("Draft the launch plan, in detail")
+        await tab.wait_until(lambda: sum(map(len, tab.streamed.values())) > 200, 20, "the reply streaming")
+        await tab.close()
+
+    asyncio.run(scenario())
+    topology.stop()  # TERM to supervisord, as Ctrl-C or a deploy would, while the reply streams
+
+    # The reply worker finished the reply in hand before it exited: whole, once, at the first attempt.
+    [task] = store.tasks(office.direct)
+    assert (task["status"], task["attempts"]) == ("done", 1), task["error"]
+    replies = [m["content"] for m in store.messages(office.direct) if m["role"] == "assistant"]
+    assert len(replies) == 1 and len(replies[0]) == 1500
+    assert store.half_written() == []
