@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 
 # Django's own pages keep their 404s (admin shows its own; static files are plain).
@@ -17,29 +17,16 @@ OWN_404_PREFIXES = ("/admin/", "/static/")
 
 
 class FriendlyNotFoundMiddleware:
+    """Replaces any HTML 404 on the way out: a view's Http404 and an unknown address both reach
+    here already turned into a response (Django's debug page while DEBUG is on). A JSON
+    endpoint's own 404 answers its script, not a person, and is left alone."""
+
     def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
         self.get_response = get_response
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
         response = self.get_response(request)
-        # An unknown address never reaches a view: its 404 is already a (debug) page here.
-        if response.status_code == 404 and _is_page(request, response):
-            return self.page(request)
+        html = response.get("Content-Type", "").startswith("text/html")
+        if response.status_code == 404 and html and not request.path.startswith(OWN_404_PREFIXES):
+            return render(request, "404.html", status=404)
         return response
-
-    def process_exception(self, request: HttpRequest, exception: Exception) -> HttpResponse | None:
-        if isinstance(exception, Http404) and not request.path.startswith(OWN_404_PREFIXES):
-            return self.page(request)
-        return None
-
-    @staticmethod
-    def page(request: HttpRequest) -> HttpResponse:
-        response = render(request, "404.html", status=404)
-        response.friendly = True
-        return response
-
-
-def _is_page(request: HttpRequest, response: HttpResponse) -> bool:
-    """A 404 in HTML (a JSON endpoint's own 404 answers its script, not a person)."""
-    html = response.get("Content-Type", "").startswith("text/html")
-    return html and not request.path.startswith(OWN_404_PREFIXES) and not getattr(response, "friendly", False)

@@ -215,7 +215,7 @@ def run_task(task_id: int, *, provider: Provider | None = None) -> Task | None:
     try:
         if not responders:
             # Only all-hands routes to nobody (coworkers.routing): nothing to run, and nothing failed.
-            note_nobody_answered(task)
+            say_once(task, "", NOBODY_ANSWERED)
         for slug in responders:
             status = work_as(task, slug, provider)
             if status != Task.Status.DONE:
@@ -240,15 +240,6 @@ def run_task(task_id: int, *, provider: Provider | None = None) -> Task | None:
     except Exception:
         log.exception("task %s failed", task_id)
         return finish(task, Task.Status.FAILED, FAILED_UNEXPECTEDLY)
-
-
-def note_nobody_answered(task: Task) -> None:
-    """Store the notice that nobody answered, once (a resumed attempt finds it already there)."""
-    notices = services.task_messages(task.session, turn=task.turn).filter(role=Message.Role.NOTICE)
-    if notices.filter(content=NOBODY_ANSWERED).exists():
-        return
-    notice = services.append_message(session=task.session, turn=task.turn, role=Message.Role.NOTICE, content=NOBODY_ANSWERED)
-    events.send_event(task.session.channel_id, "message", message=message_json(notice))
 
 
 def claim(task_id: int) -> Task | None:

@@ -27,9 +27,11 @@ from .services import records_of, task_messages
 # far more than a prompt can hold, so the builder's budget and cut-off decide what is shown.
 RECALL_HITS = 100
 RECALL_EXCHANGES = 50
+# An exchange scores as its best message plus this share of its other one's score (more of it
+# ranked exchanges that repeat a common word in both messages above the one that answers).
+SECOND_MESSAGE = 0.1
 # A neighbouring exchange that continues one of the best this many found scores this share of it.
 CONTINUED = 20
-SECOND_MESSAGE = 0.1
 CONTINUATION = 0.6
 # Memory is read newest first, pinned always; a prompt never needs more than this many items.
 MEMORY_ROWS = 200
@@ -195,7 +197,6 @@ def find_recall_candidates(session: Session, instruction: str, *, through: int) 
     scores: dict[tuple[int, int], float] = {}
     for hit in hits:
         key = (hit.session_id, hit.turn)
-        # An exchange is as good as its best message, and a little better for each other one that matched.
         best = scores.get(key)
         scores[key] = hit.score if best is None else max(best, hit.score) + SECOND_MESSAGE * min(best, hit.score)
     best_keys = sorted(scores, key=lambda k: (-scores[k], -k[0], -k[1]))[:RECALL_EXCHANGES]
