@@ -18,11 +18,14 @@ from django.utils import timezone
 from django.utils.safestring import mark_safe
 
 from sessions.models import ModelCall
-from sessions.spending import month_start
+from sessions.spending import MEETING_NOTES, month_start
 
 from . import charts
 from .usage import RANGES, Row, choose_range, format_cost, format_share, format_tokens, summarize
 from .views import offices_of, sidebar
+
+# Calls made for the office rather than for one coworker, by the name the page gives them.
+UPKEEP_NAMES = {MEETING_NOTES: "Meeting notes"}
 
 
 @login_required
@@ -47,8 +50,8 @@ def usage(request: HttpRequest, slug: str) -> HttpResponse:
         people.append(
             {
                 "slug": coworker_slug,
-                "name": coworker.name if coworker else coworker_slug,
-                "role": coworker.role if coworker else "no longer in this office",
+                "name": coworker.name if coworker else UPKEEP_NAMES.get(coworker_slug, coworker_slug),
+                "role": coworker.role if coworker else "the office" if coworker_slug in UPKEEP_NAMES else "no longer in this office",
                 "colour": coworker.colour if coworker else charts.FALLBACK_COLOUR,
                 "totals": totals,
                 "tokens": format_tokens(totals.tokens),

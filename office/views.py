@@ -8,7 +8,6 @@ memory edits through office.memory_views.
 from __future__ import annotations
 
 import json
-import os
 import re
 from collections.abc import Iterable
 
@@ -21,6 +20,7 @@ from django.urls import reverse
 
 from coworkers.routing import team_of
 from coworkers.providers import offline_responder_answers
+from sessions import relevance
 from sessions.meetings import NOTES_MARK  # a meeting's notes: the one notice shown formatted, with its links
 from sessions.models import MemoryItem, Message, Session, SummaryVersion, Task
 
@@ -302,12 +302,7 @@ def _past_sessions(channel: Channel) -> list[Session]:
 
 def shorten(text: str, limit: int) -> str:
     """One line of at most `limit` characters, cut at a word where one is near."""
-    line = " ".join(text.split())
-    if len(line) <= limit:
-        return line
-    cut = line[: limit - 1]
-    space = cut.rfind(" ")
-    return (cut[:space] if space > limit // 2 else cut).rstrip(" ,.;:") + "…"
+    return relevance.shorten(" ".join(text.split()), limit)
 
 
 def plain_words(markdown_text: str) -> str:

@@ -111,7 +111,7 @@ def close_meeting(task: Task, provider: Provider | None = None) -> dict:
             payload={"previous": "", "tasks": [records], "max_chars": max_chars, "multi_speaker": True},
         )
     )
-    spending.record_call(office_id=channel.office_id, task=task, completion=completion, provider=provider, slug="meeting notes")
+    spending.record_call(office_id=channel.office_id, task=task, completion=completion, provider=provider, slug=spending.MEETING_NOTES)
     sections = summarize.parse_summary(completion.text)
     team = {c.name.lower(): c for c in channel.members.all()} | {c.slug: c for c in channel.members.all()}
     decisions = [b.body for b in sections.get(summarize.DECISIONS, [])]

@@ -21,11 +21,11 @@ from decimal import Decimal
 from django.conf import settings
 from django.db import IntegrityError, connection, transaction
 from django.db.models import F
+from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from coworkers.models import Coworker
 from coworkers.providers import Completion, CompletionRequest, Provider, ProviderError, get_provider
-from coworkers.providers.wire import cost_usd
 from coworkers.routing import choose_responders
 from office import background, events, rendering
 from office.models import Channel
@@ -384,8 +384,7 @@ def store_reply(task: Task, slug: str, completion: Completion, provider: Provide
     spending.record_call(
         office_id=task.session.channel.office_id, task=task, coworker=coworker, slug=slug, completion=completion, provider=provider
     )
-    # No model was called: nothing is billed, whatever model the policy names.
-    cost = 0.0 if provider.offline else cost_usd(completion.model, usage, settings.MODEL_PRICES)
+    cost = spending.call_cost(completion, provider)
     Task.objects.filter(pk=task.pk).update(
         provider=provider.name,
         model=completion.model or "",
@@ -395,8 +394,7 @@ def store_reply(task: Task, slug: str, completion: Completion, provider: Provide
         output_tokens=F("output_tokens") + usage.output_tokens,
     )
     if cost is not None:
-        Task.objects.filter(pk=task.pk, cost_usd__isnull=True).update(cost_usd=Decimal("0"))
-        Task.objects.filter(pk=task.pk).update(cost_usd=F("cost_usd") + Decimal(str(round(cost, 6))))
+        Task.objects.filter(pk=task.pk).update(cost_usd=Coalesce(F("cost_usd"), Decimal("0")) + cost)
 
 
 def finish(task: Task, status: str, error: str = "") -> Task | None:

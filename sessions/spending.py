@@ -20,6 +20,10 @@ from coworkers.providers.wire import cost_usd
 from .models import ModelCall, Task
 
 
+# Who a meeting's notes are recorded for: the office, no coworker (the usage page names the row).
+MEETING_NOTES = "meeting-notes"
+
+
 def record_call(
     *,
     office_id: int,
@@ -36,11 +40,6 @@ def record_call(
     usage = completion.usage
     if not (usage.total_input_tokens or usage.output_tokens):
         return None
-    if provider.offline:
-        cost: Decimal | None = Decimal("0")
-    else:
-        dollars = cost_usd(completion.model, usage, settings.MODEL_PRICES)
-        cost = None if dollars is None else Decimal(str(round(dollars, 6)))
     return ModelCall.objects.create(
         office_id=office_id,
         coworker=coworker,
@@ -52,8 +51,17 @@ def record_call(
         cache_write_tokens=usage.cache_write_tokens,
         cache_read_tokens=usage.cache_read_tokens,
         output_tokens=usage.output_tokens,
-        cost_usd=cost,
+        cost_usd=call_cost(completion, provider),
     )
+
+
+def call_cost(completion: Completion, provider: Provider) -> Decimal | None:
+    """What one call cost in US dollars: 0 offline (no model was called, nothing was billed),
+    None for a model with no price in settings.MODEL_PRICES (unknown is not free)."""
+    if provider.offline:
+        return Decimal("0")
+    dollars = cost_usd(completion.model, completion.usage, settings.MODEL_PRICES)
+    return None if dollars is None else Decimal(str(round(dollars, 6)))
 
 
 def month_start(now: datetime | None = None) -> datetime:

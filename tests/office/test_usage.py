@@ -113,3 +113,16 @@ def test_the_sidebar_links_to_it(client, alice, office):
     client.force_login(alice)
     html = client.get(reverse("office", args=["acme"])).content.decode()
     assert f'href="{reverse("usage", args=["acme"])}"' in html
+
+
+def test_a_meetings_notes_are_a_row_of_their_own_named_as_such(client, alice, office):
+    from sessions import spending
+
+    ModelCall.objects.create(
+        office=office, coworker_slug=spending.MEETING_NOTES, provider="claude", model="claude-haiku-4-5",
+        input_tokens=1_000, output_tokens=200, cost_usd=Decimal("0.002"),
+    )
+
+    notes = row(page(client, alice), spending.MEETING_NOTES)
+
+    assert "Meeting notes" in notes and "no longer in this office" not in notes
