@@ -764,9 +764,21 @@ def _task_digest(task: TaskRecords, limit: int) -> str:
 SUMMARY_FRAME_CHARS = len(f"{SUMMARY_HEADER}\n{SUMMARY_FRAME}\n\nTasks 1–100000:\n\n{SUMMARY_END}")
 
 
-def summary_room(policy: Policy) -> int:
-    """How long a folded summary may be so the whole layer, framed, stays within `summary_chars`."""
-    return max(policy.summary_chars - SUMMARY_FRAME_CHARS, 100)
+# A summary retells at most this share of what it covers: 6,000 characters of summary over
+# 20,000 of conversation would spend a third of a prompt retelling what recall can show word
+# for word. The floor keeps a short conversation's topics and newest decisions.
+SUMMARY_SHARE = 0.1
+SUMMARY_FLOOR = 600
+
+
+def summary_room(policy: Policy, *, previous_chars: int | None = None, folded_chars: int | None = None) -> int:
+    """How long a folded summary may be: the whole layer, framed, within `summary_chars`, and,
+    given the fold (the previous summary's length and the characters being folded into it), no
+    more than SUMMARY_SHARE of what it covers (each fold may add that share of what it folds)."""
+    room = max(policy.summary_chars - SUMMARY_FRAME_CHARS, 100)
+    if previous_chars is None or folded_chars is None:
+        return room
+    return min(room, max(SUMMARY_FLOOR, previous_chars + round(SUMMARY_SHARE * folded_chars)))
 
 
 def _summary_block(
@@ -843,8 +855,9 @@ def _tail_text(fresh_lines: Sequence[str], recalled: Sequence[RecallCandidate]) 
 
 def render_exchange(candidate: RecallCandidate) -> str:
     """An exchange as the model reads it: where and when, then who said what, verbatim."""
-    where = "an earlier conversation" if candidate.earlier_session else "this conversation"
-    label = f"## Task {candidate.turn} of {where}" + (f", {candidate.when}" if candidate.when else "")
+    # "of this conversation" goes without saying: the tail's header says so.
+    where = " of an earlier conversation" if candidate.earlier_session else ""
+    label = f"## Task {candidate.turn}{where}" + (f", {candidate.when}" if candidate.when else "")
     speaker = (candidate.coworker or "coworker").capitalize()
     lines = [label]
     if candidate.before:

@@ -64,11 +64,15 @@ def fold_summary(*, session_id: int, through_turn: int, provider: Provider | Non
         return None
     coworker = answering_coworker(session.channel, session)
     policy = resolve_policy(session.channel, coworker)
-    max_chars = context.summary_room(policy)
     rows = task_messages(session, turn__gt=done, turn__lte=through_turn)
     tasks = history.group_tasks([record_from_row(row) for row in rows])
     if not tasks:
         return None
+    max_chars = context.summary_room(
+        policy,
+        previous_chars=len(previous.text) if previous else 0,
+        folded_chars=sum(len(r.content) for task in tasks for r in task.records),
+    )
     speakers = {r.coworker for task in tasks for r in task.records if r.coworker}
     # Tasks no model answered: the offline responder leaves their replies out of its summary.
     answered_offline = Task.objects.filter(

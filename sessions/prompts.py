@@ -242,14 +242,26 @@ def find_recall_candidates(session: Session, instruction: str, *, through: int) 
 class _Exchange:
     instruction: str
     answer: str
-    coworker: str | None
+    coworker: str | None  # who replied first
     when: datetime | None
     asked: frozenset[str]  # the instruction's index words
-    answered: frozenset[str]  # the reply's
+    answered: frozenset[str]  # the replies'
+    last_speaker: str | None = None
 
     @property
     def words(self) -> frozenset[str]:
         return self.asked | self.answered
+
+    def replied(self, coworker: str | None, text: str, words: frozenset[str]) -> _Exchange:
+        """With one more reply: in #main or #all-hands several coworkers answer one instruction,
+        and one coworker may answer in several messages. Each speaker after the first is named."""
+        if not self.answer:
+            answer, first = text, coworker
+        elif coworker == self.last_speaker:
+            answer, first = f"{self.answer}\n{text}", self.coworker
+        else:
+            answer, first = f"{self.answer}\n{(coworker or 'coworker').capitalize()}: {text}", self.coworker
+        return replace(self, answer=answer, coworker=first, answered=self.answered | words, last_speaker=coworker)
 
 
 def exchanges(keys: Sequence[tuple[int, int]], *, neighbours: int = CONTINUED) -> dict[tuple[int, int], _Exchange]:
@@ -272,7 +284,7 @@ def exchanges(keys: Sequence[tuple[int, int]], *, neighbours: int = CONTINUED) -
         # The date of the instruction only: converting every reply's costs more than the rest.
         f"SELECT m.session_id, m.turn, m.role, m.content, m.coworker, "
         f"CASE WHEN m.role = 'user' THEN m.created_at END, "
-        f"(SELECT e.terms FROM {SearchEntry._meta.db_table} AS e WHERE e.message_id = m.id) "
+        f"(SELECT e.terms FROM {SearchEntry._meta.db_table} AS e WHERE e.message_id = m.id), m.tool_calls "
         f"FROM {Message._meta.db_table} AS m "
         f"WHERE ({where}) "
         "AND (m.role = %s OR (m.role = %s AND m.content <> '')) ORDER BY m.session_id, m.turn, m.position"
@@ -281,16 +293,22 @@ def exchanges(keys: Sequence[tuple[int, int]], *, neighbours: int = CONTINUED) -
         cursor.execute(sql, [*params, Message.Role.USER, Message.Role.ASSISTANT])
         rows = cursor.fetchall()
     found: dict[tuple[int, int], _Exchange] = {}
-    for session_id, turn, role, content, coworker, created_at, terms in rows:
+    for session_id, turn, role, content, coworker, created_at, terms, calls in rows:
         key = (session_id, turn)
         now = found.get(key)
         words = frozenset((terms or "").split())
         if role == Message.Role.USER:
-            if now is None:  # the task's instruction: its first user message
+            if now is None:  # the task's instruction: its user message
                 found[key] = _Exchange(content, "", None, _as_datetime(created_at), words, frozenset())
-        elif now is not None and content.strip():  # the final reply: the last assistant text
-            found[key] = _Exchange(now.instruction, content, coworker or now.coworker, now.when, now.asked, words)
+        elif now is not None and content.strip() and calls in _NO_CALLS:
+            # The replies; a step's text before its tool calls ("Let me check") is not one.
+            found[key] = now.replied(coworker, content, words)
     return found
+
+
+# An assistant message without tool calls, as raw SQL reads the JSON column (SQLite: text;
+# PostgreSQL: decoded, or text).
+_NO_CALLS = (None, "", "[]", [])
 
 
 def _continues(found: _Exchange, near: _Exchange) -> bool:

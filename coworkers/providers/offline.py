@@ -190,9 +190,10 @@ def _topic_tokens(text: str) -> set[str]:
 
 # --- reply: where the lines come from ----------------------------------------
 
-# A recalled exchange's header ("## Task 12 of this conversation, May 3") and its people's lines.
+# A recalled exchange's header ("## Task 12, Mon 4 May 2026", "## Task 3 of an earlier
+# conversation, …") and its people's lines.
 _EXCHANGE = re.compile(
-    r"^##\s+Task\s+(?P<turn>\d+)\s+of\s+(?P<where>this conversation|an earlier conversation)(?:,\s*(?P<when>.+))?$"
+    r"^##\s+Task\s+(?P<turn>\d+)(?:\s+of\s+(?P<where>this conversation|an earlier conversation))?(?:,\s*(?P<when>.+))?$"
 )
 _SAID_BY_USER = re.compile(r"^User(?:\s+\(the task after\))?:\s*(?P<text>.+)$")
 # "Draft…", "Remind me…", "Please…", "Can you…", 「請…」「幫我…」: a request, which answers nothing
@@ -253,7 +254,7 @@ def _context_lines(text: str) -> Iterator[_Line]:
             part, exchange = "summary", ""
             continue
         if section == "recall" and (match := _EXCHANGE.match(line)):
-            earlier = match["where"].startswith("an earlier")
+            earlier = (match["where"] or "").startswith("an earlier")
             exchange = _said_on(match["when"]) if match["when"] else SAID_BEFORE if earlier else SAID_EARLIER
             continue
         if section is None or line.startswith("#") or line in (SUMMARY_FRAME, SUMMARY_END):

@@ -274,7 +274,7 @@ def test_search_history_finds_the_older_task_that_matches(direct_channel):
     assert not outcome.is_error
     lines = outcome.content.splitlines()
     assert lines[0] == "Earlier exchanges matching “Team plan cost”, best first:"
-    assert lines[2].startswith("## Task 2 of this conversation, ")
+    assert lines[2].startswith("## Task 2, ")
     assert lines[3:5] == [
         "User: What should the Team plan cost?",
         "Mina: We agreed the Team plan costs $29 a month. It renews yearly.",
@@ -302,7 +302,7 @@ def test_search_history_returns_as_many_exchanges_as_asked_newest_first_among_eq
     outcome = run_tool(context_for(current), "search_history", {"query": "Team plan price", "limit": 2})
 
     headers = [line for line in outcome.content.splitlines() if line.startswith("## ")]
-    assert [line.split(" of ")[0] for line in headers] == ["## Task 4", "## Task 3"]  # newest first among equals
+    assert [line.split(",")[0] for line in headers] == ["## Task 4", "## Task 3"]  # newest first among equals
     assert outcome.content.count("$29") == 2
 
 

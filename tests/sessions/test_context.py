@@ -346,7 +346,7 @@ def test_recall_brings_back_the_exchange_that_matters_verbatim_labelled_with_its
 
     assert prompt.report["layers"]["recalled"]["tasks"] == [5], "the weak matches fall below the cut-off"
     assert "User: What should the Team plan cost?\nSam: We agreed on $29 per month for the Team plan." in tail
-    assert "## Task 5 of this conversation, Mon 4 May 2026" in tail
+    assert "## Task 5, Mon 4 May 2026" in tail
 
 
 def test_what_the_window_and_the_summary_leave_unused_goes_to_recall_never_past_the_sum_of_the_budgets():

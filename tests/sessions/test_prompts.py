@@ -168,6 +168,37 @@ def test_a_fold_updates_the_summary_and_keeps_every_version(direct_channel):
     assert SummaryVersion.objects.filter(session=session).count() == 2
 
 
+def test_a_summary_retells_at_most_a_tenth_of_what_it_covers_and_never_more_than_its_budget(direct_channel):
+    # Long replies: 60 tasks of about 1,500 characters (90,000) may have a summary of the whole
+    # budget; the first 8 (about 12,000) only a tenth of that.
+    session = imported(direct_channel, 60, tool_chars=1_200)
+    budget = context.summary_room(prompts.resolve_policy(direct_channel))
+
+    first = folding.fold_summary(session_id=session.pk, through_turn=8, provider=OfflineResponder())
+    covered = sum(len(m.content) for m in session.messages.filter(turn__lte=8))
+    assert len(first.text) <= max(context.SUMMARY_FLOOR, round(context.SUMMARY_SHARE * covered)) < budget
+    assert "$29" in first.text, "the decision is kept in the shorter summary"
+
+    room = context.summary_room(prompts.resolve_policy(direct_channel), previous_chars=len(first.text), folded_chars=80_000)
+    assert room == budget, "a long conversation's summary may use its whole budget, no more"
+
+
+def test_a_task_several_coworkers_answered_is_recalled_with_every_reply(office, mina, theo, main_channel):
+    records, previous = [], None
+    steps = [(1, "user", "What should the Team plan cost?", None), (1, "assistant", "Mina thinks $29 a month.", "mina"),
+             (1, "assistant", "$35, with support included.", "theo"), (1, "assistant", "Or yearly at $300.", "theo")]
+    steps += [(t, role, f"Small talk {t}", who) for t in range(2, 12) for role, who in (("user", None), ("assistant", "mina"))]
+    for i, (turn, role, content, who) in enumerate(steps):
+        records.append(history.Record(id=f"r{i}", previous=previous, turn=turn, role=role, content=content, coworker=who))
+        previous = records[-1].id
+    session = services.import_session(channel=main_channel, data=jsonl.dump_records(records)).session
+
+    [candidate] = [c for c in prompts.find_recall_candidates(session, "Team plan cost?", through=11) if c.turn == 1]
+
+    assert candidate.coworker == "mina"
+    assert candidate.answer == "Mina thinks $29 a month.\nTheo: $35, with support included.\nOr yearly at $300."
+
+
 def test_a_failed_fold_loses_nothing_and_a_retry_succeeds(direct_channel):
     session = imported(direct_channel, 12)
     failing = ScriptedProvider([Fail(ProviderError("The model is overloaded.", retryable=True))])

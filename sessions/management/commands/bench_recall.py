@@ -52,16 +52,21 @@ class Command(BaseCommand):
         parser.add_argument("--seed", type=int, default=0)
         parser.add_argument("--search-sizes", default="100,10000",
                             help="session sizes at which recall's search is timed, comma-separated; empty for none")
+        parser.add_argument("--layouts", default=",".join(LAYOUTS),
+                            help="which import layouts to run, comma-separated (default: all: %(default)s)")
         parser.add_argument("--quick", action="store_true",
                             help=f"{QUICK_TASKS} tasks and no search timing beyond 100 tasks (a smoke test)")
         parser.add_argument("--out", default=None, help="directory for the JSON results (default benchmarks/results/)")
 
-    def handle(self, *args, tasks: int, language: str, seed: int, search_sizes: str, quick: bool, out: str | None, **options) -> None:
+    def handle(self, *args, tasks: int, language: str, seed: int, search_sizes: str, layouts: str, quick: bool, out: str | None, **options) -> None:
         if quick:
             tasks, search_sizes = QUICK_TASKS, ",".join(s for s in search_sizes.split(",") if s.strip() and int(s) < 10_000)
         elif tasks < 300:
             raise CommandError("--tasks must be at least 300 (use --quick for a small run).")
         sizes = _parse_sizes(search_sizes)
+        chosen = [name.strip() for name in layouts.split(",") if name.strip()]
+        if unknown := [name for name in chosen if name not in LAYOUTS]:
+            raise CommandError(f"unknown layout {unknown[0]!r}; choose from: {', '.join(LAYOUTS)}")
         languages = ["en", "zh"] if language == "both" else [language]
         started = time.perf_counter()
         runs, search = [], None
@@ -71,7 +76,7 @@ class Command(BaseCommand):
                 conversation = generate_recall_conversation(tasks, language=lang, seed=seed)
                 self._progress(f"{lang}: {conversation.n_tasks} tasks over {len(conversation.days)} days, "
                                f"{len(conversation.questions)} questions")
-                for layout in LAYOUTS:
+                for layout in chosen:
                     runs.append(self._run(conversation, layout))
             if sizes:
                 search = self._search(languages[0], seed, sizes)
