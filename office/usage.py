@@ -138,7 +138,8 @@ def format_cost(cost: Decimal, unpriced: int = 0) -> str:
 
 
 def format_cache_kept(totals: Totals) -> str:
-    """How long prompts were cached, in words: "5 minutes", "1 hour", "1 hour for 3 of 10 calls" (the rest 5 minutes); "—" with no cached call."""
+    """How long prompts were cached, in words: "5 minutes", "1 hour", "1 hour for 3 of 10 calls" (the rest
+    5 minutes); "—" with no cached call (offline)."""
     if not totals.cached_calls:
         return "—"
     if not totals.hour_cached_calls:

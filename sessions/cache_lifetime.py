@@ -30,7 +30,7 @@ WORDS = {FIVE_MINUTES: "5 minutes", ONE_HOUR: "1 hour"}
 
 # The pace is the conversation's latest pauses: enough to see a habit, few enough to follow a change
 # (a person who moved from quick follow-ups to a meeting-paced afternoon).
-RECENT_PAUSES = 10
+RECENT_PAUSES = 20
 # Until a task of the conversation has found the cache: a task is one request, a tenth of it new since
 # the request before (about what bench_context shows for the builder between folds).
 NEW_SHARE = 0.1
@@ -166,15 +166,16 @@ def describe(choice: Mapping[str, Any] | None) -> str:
         return f"{kept}: with no pause in this conversation yet, the shorter cache costs less to write."
     typical = _duration(float(choice.get("typical_pause_seconds") or 0))
     share = float(choice.get("within_5m") or 0)
-    seen = "your last pause" if count == 1 else f"your last {count} pauses"
+    lasted = ("your last pause" if count == 1 else f"your last {count} pauses") + f" here lasted {typical}"
+    lasted += "" if count == 1 else " typically"
     if choice["lifetime"] == ONE_HOUR:
-        why = f"{seen} here lasted {typical}" + ("" if count == 1 else " typically") + f", and {1 - share:.0%} outlasted a 5-minute cache"
-        return f"{kept}: {why}, so the dearer hour-long write saves writing the prompt again."
+        outlasted = f"{1 - share:.0%} outlasted a 5-minute cache"
+        return f"{kept}: {lasted}, and {outlasted}, so the dearer hour-long write saves writing the prompt again."
     if float(choice.get("within_1h") or 0) > share and (choice.get("first_read_share") or 1) < 1 - NEW_SHARE:
         # Pauses the hour would outlive, but each task here finds little of the one before (it changes a lot).
         found = f"each task here finds only {float(choice['first_read_share']):.0%} of its prompt in the cache"
         return f"{kept}: {found}, so the hour-long cache's dearer writes would cost more than it saves."
-    return f"{kept}: {seen} here lasted {typical}" + ("" if count == 1 else " typically") + ", so the hour-long cache would not pay for its dearer write."
+    return f"{kept}: {lasted}, so the hour-long cache would not pay for its dearer write."
 
 
 def _duration(seconds: float) -> str:

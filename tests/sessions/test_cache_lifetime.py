@@ -55,9 +55,8 @@ def test_the_break_even_follows_the_prices():
     (and all are under an hour): one re-write costs as much as the dearer writes of many hits."""
     mostly_quick = [MINUTE] * 9 + [10 * MINUTE]  # 1 in 10 outlasts 5 minutes
     assert choose(mostly_quick).lifetime == ONE_HOUR
-    almost_all_quick = [MINUTE] * 19 + [10 * MINUTE]
-    assert choose(almost_all_quick[-RECENT_PAUSES:]).lifetime == ONE_HOUR  # the last 10 hold the long one
-    assert choose([10 * MINUTE] + [MINUTE] * RECENT_PAUSES).lifetime == FIVE_MINUTES  # it fell out of the pace
+    assert choose([MINUTE] * 19 + [10 * MINUTE]).lifetime == FIVE_MINUTES  # 1 in 20: below the break-even
+    assert choose([10 * MINUTE] * 3 + [MINUTE] * RECENT_PAUSES).lifetime == FIVE_MINUTES  # they fell out of the pace
     # A model whose hour-long write cost 5x would not pay for it at the same pace.
     assert choose(mostly_quick, rates=Rates(write_1h=5.0)).lifetime == FIVE_MINUTES
     assert expected_cost(ONE_HOUR, 1.0) < expected_cost(FIVE_MINUTES, 0.0)
