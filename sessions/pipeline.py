@@ -290,7 +290,7 @@ def work_as(task: Task, slug: str, provider: Provider) -> str:
         say_once(task, slug, refusal)
         return Task.Status.DONE
     policy = prompts.resolve_policy(channel, coworker)
-    cache = spending.cache_choice(task, policy, coworker.model or policy.reply_model)
+    cache = spending.choose_cache_lifetime(task, policy, coworker.model or policy.reply_model)
     tool_context = tools.ToolContext(
         office_id=channel.office_id, channel_id=channel.pk, session_id=session.pk, task_id=task.pk, turn=task.turn, coworker=slug
     )

@@ -67,7 +67,7 @@ def call_cost(completion: Completion, provider: Provider) -> Decimal | None:
     return None if dollars is None else Decimal(str(round(dollars, 6)))
 
 
-def cache_choice(task: Task, policy: Policy, model: str) -> cache_lifetime.Choice:
+def choose_cache_lifetime(task: Task, policy: Policy, model: str) -> cache_lifetime.Choice:
     """How long this task's reply prompts stay cached: the policy's lifetime, or the cheaper one for the
     pace of the task's conversation (its latest pauses, up to and including the one before this task)
     and how its latest tasks used the cache. Two queries over the last few tasks."""

@@ -1,5 +1,5 @@
 """Our request in Anthropic's wire format (the Messages API body), and the cost of a call's usage.
-Pure: imports only the standard library, langchain_core.messages, coworkers.providers.base and sessions.history (no anthropic, no Django)."""
+Pure: imports only the standard library, langchain_core.messages, coworkers.providers.base, sessions.history and sessions.cache_lifetime (no anthropic, no Django)."""
 
 from __future__ import annotations
 
