@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from coworkers.providers import ANSWERED_WITHOUT_A_MODEL as NO_MODEL
+from sessions import cache_lifetime
 
 
 def describe(report: Mapping[str, Any] | None, *, who: str, usage: Mapping[str, Any]) -> dict:
@@ -23,6 +24,8 @@ def describe(report: Mapping[str, Any] | None, *, who: str, usage: Mapping[str, 
         "sentence": "",
         "total": "",
         "summary": [],
+        "cache_lifetime": "" if offline else cache_kept(usage),
+        "cache": "" if offline else cache_lifetime.describe((report or {}).get("cache")),
     }
     if report:
         words |= {
@@ -34,6 +37,12 @@ def describe(report: Mapping[str, Any] | None, *, who: str, usage: Mapping[str, 
             "input_tokens": input_tokens_line(report, who=who, usage=usage),
         }
     return words
+
+
+def cache_kept(usage: Mapping[str, Any]) -> str:
+    """How long the task's model calls had their prompts cached: "1 hour", "5 minutes" ("" with no call)."""
+    words = [cache_lifetime.WORDS[ttl] for ttl in cache_lifetime.LIFETIMES if ttl in (usage.get("cache_ttl") or ())]
+    return " and ".join(words)
 
 
 def memory_elsewhere(report: Mapping[str, Any]) -> str:

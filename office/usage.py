@@ -55,6 +55,8 @@ class Row:
     output_tokens: int = 0
     cost: Decimal = Decimal("0")
     unpriced: int = 0  # calls of a model with no price: their tokens count, their cost is unknown
+    cached_calls: int = 0  # calls that used the model's prompt cache (not offline)
+    hour_cached_calls: int = 0  # of those, the ones cached for an hour (their writes cost 2× input)
 
 
 @dataclass(frozen=True)
@@ -66,6 +68,8 @@ class Totals:
     output_tokens: int = 0
     cost: Decimal = Decimal("0")
     unpriced: int = 0
+    cached_calls: int = 0
+    hour_cached_calls: int = 0
 
     def __add__(self, row: Row | Totals) -> Totals:
         return Totals(
@@ -76,6 +80,8 @@ class Totals:
             self.output_tokens + row.output_tokens,
             self.cost + row.cost,
             self.unpriced + row.unpriced,
+            self.cached_calls + row.cached_calls,
+            self.hour_cached_calls + row.hour_cached_calls,
         )
 
     @property
@@ -129,6 +135,18 @@ def format_cost(cost: Decimal, unpriced: int = 0) -> str:
     places = Decimal("0.01") if cost == 0 or cost >= Decimal("0.01") else Decimal("0.0001")
     text = f"${cost.quantize(places, rounding=ROUND_HALF_UP):,}"
     return text + (" + unpriced calls" if unpriced else "")
+
+
+def format_cache_kept(totals: Totals) -> str:
+    """How long prompts were cached, in words: "5 minutes", "1 hour", "1 hour for 3 of 10 calls" (the rest
+    5 minutes); "—" with no cached call (offline)."""
+    if not totals.cached_calls:
+        return "—"
+    if not totals.hour_cached_calls:
+        return "5 minutes"
+    if totals.hour_cached_calls == totals.cached_calls:
+        return "1 hour"
+    return f"1 hour for {totals.hour_cached_calls:,} of {totals.cached_calls:,} calls"
 
 
 def format_tokens(tokens: int) -> str:

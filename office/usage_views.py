@@ -21,7 +21,7 @@ from sessions.models import ModelCall
 from sessions.spending import MEETING_NOTES, month_start
 
 from . import charts
-from .usage import RANGES, Row, choose_range, format_cost, format_share, format_tokens, summarize
+from .usage import RANGES, Row, choose_range, format_cache_kept, format_cost, format_share, format_tokens, summarize
 from .views import offices_of, sidebar
 
 # Calls made for the office rather than for one coworker, by the name the page gives them.
@@ -56,6 +56,7 @@ def usage(request: HttpRequest, slug: str) -> HttpResponse:
                 "totals": totals,
                 "tokens": format_tokens(totals.tokens),
                 "share": format_share(totals.cache_read_share),
+                "kept": format_cache_kept(totals),
                 "cost": format_cost(totals.cost, totals.unpriced),
                 "limit": format_cost(limit) if limit is not None else "",
                 "month": format_cost(month),
@@ -67,6 +68,7 @@ def usage(request: HttpRequest, slug: str) -> HttpResponse:
             "day": day,
             "tokens": format_tokens(figures.by_day[day].tokens),
             "share": format_share(figures.by_day[day].cache_read_share),
+            "kept": format_cache_kept(figures.by_day[day]),
             "cost": format_cost(figures.by_day[day].cost, figures.by_day[day].unpriced),
         }
         for day in reversed(figures.days)
@@ -130,6 +132,8 @@ def load_rows(*, office_id: int, since: datetime) -> list[Row]:
             output_tokens=Sum("output_tokens"),
             cost=Sum("cost_usd"),
             unpriced=Count("id", filter=Q(cost_usd__isnull=True)),
+            cached_calls=Count("id", filter=~Q(cache_ttl="")),
+            hour_cached_calls=Count("id", filter=Q(cache_ttl="1h")),
         )
         .order_by()
     )
@@ -144,6 +148,8 @@ def load_rows(*, office_id: int, since: datetime) -> list[Row]:
             output_tokens=row["output_tokens"] or 0,
             cost=row["cost"] or Decimal("0"),
             unpriced=row["unpriced"],
+            cached_calls=row["cached_calls"],
+            hour_cached_calls=row["hour_cached_calls"],
         )
         for row in grouped
     ]

@@ -221,6 +221,7 @@ def task_report(request: HttpRequest, channel_id: int, turn: int) -> JsonRespons
         for pk in dict.fromkeys([*in_memory, *recalled, *kept])
         if (item := by_id.get(pk)) is not None
     ]
+    lifetimes = list(task.model_calls.values_list("cache_ttl", flat=True))
     usage = {
         "provider": task.provider,
         "model": task.model,
@@ -230,7 +231,9 @@ def task_report(request: HttpRequest, channel_id: int, turn: int) -> JsonRespons
         "output_tokens": task.output_tokens,
         "cost_usd": str(task.cost_usd) if task.cost_usd is not None else None,
         # Input tokens add up every call of the task (a tool loop makes several); the bar shows one prompt.
-        "calls": task.model_calls.count(),
+        "calls": len(lifetimes),
+        # How long the calls' prompts were cached ("5m", "1h"); none offline.
+        "cache_ttl": sorted({ttl for ttl in lifetimes if ttl}),
     }
     coworker = channel.office.coworkers.filter(slug=task.coworker).first() if task.coworker else None
     who = coworker.name if coworker else (task.coworker or "The coworker")

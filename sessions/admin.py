@@ -265,7 +265,7 @@ class ContextPolicyAdmin(admin.ModelAdmin):
                 "description": "Older tasks become a summary; remembered facts and relevant earlier talk come along.",
             },
         ),
-        ("Conversation and reply", {"fields": ["nudge_after_tasks", "max_output_tokens"]}),
+        ("Conversation and reply", {"fields": ["nudge_after_tasks", "max_output_tokens", policy_rules.CACHE_FIELD]}),
         ("Models", {"fields": [*policy_rules.MODEL_FIELDS, "updated_at"]}),
     ]
 
@@ -289,6 +289,9 @@ class ContextPolicyAdmin(admin.ModelAdmin):
         elif db_field.name in policy_rules.MODEL_FIELDS:
             default = settings.REPLY_MODEL if db_field.name == "reply_model" else settings.SUMMARY_MODEL
             field.help_text = f"{db_field.help_text[:-1]} ({default}). Any Claude model name, e.g. one of: {', '.join(settings.MODEL_PRICES)}."
+        elif db_field.name == policy_rules.CACHE_FIELD:
+            # Django's "---------" says nothing; empty inherits here, like an empty budget.
+            field.choices = [("", "As the kind says (auto for a kind)"), *db_field.choices]
         return field
 
 
@@ -296,7 +299,9 @@ class ContextPolicyAdmin(admin.ModelAdmin):
 class ModelCallAdmin(ReadOnlyAdmin, admin.ModelAdmin):
     """Every model call of a reply: tokens and cost, read-only (the usage page and spending limits add them up)."""
 
-    list_display = ["created_at", "coworker_slug", "office", "model", "input_tokens", "cache_read_tokens", "output_tokens", "cost_usd"]
+    list_display = [
+        "created_at", "coworker_slug", "office", "model", "input_tokens", "cache_read_tokens", "output_tokens", "cache_ttl", "cost_usd",
+    ]
     list_filter = ["office", "provider", "model"]
     search_fields = ["coworker_slug", "task__id__exact"]
     raw_id_fields = ["task", "coworker"]

@@ -298,6 +298,14 @@ class ContextPolicy(models.Model):
     summary_model = models.CharField(
         max_length=100, blank=True, help_text="For summaries and memory. Empty: the office's summary model."
     )
+    cache_lifetime = models.CharField(
+        "keep the prompt cached", max_length=4, blank=True,
+        choices=[("auto", "Auto, from how long people pause"), ("5m", "5 minutes"), ("1h", "1 hour")],
+        help_text="How long the model provider keeps a reply's prompt cached for the next one. A prompt found in "
+        "the cache costs a tenth; the 1-hour cache costs 2× the input price to write instead of 1.25×, so it pays "
+        "when people pause longer than 5 minutes between instructions (reading, thinking, typing). Auto chooses "
+        "from each conversation's own pauses. Empty: the kind's setting (auto for a kind).",
+    )
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
@@ -332,7 +340,8 @@ class ContextPolicy(models.Model):
         return f"Override for {self.channel}"
 
     def values(self) -> dict:
-        return {name: getattr(self, name) for name in (*policy_rules.BUDGET_FIELDS, *policy_rules.MODEL_FIELDS)}
+        names = (*policy_rules.BUDGET_FIELDS, *policy_rules.MODEL_FIELDS, policy_rules.CACHE_FIELD)
+        return {name: getattr(self, name) for name in names}
 
     def clean(self) -> None:
         if self.channel_kind:
@@ -432,6 +441,8 @@ class ModelCall(models.Model):
     cache_write_tokens = models.PositiveIntegerField(default=0)
     cache_read_tokens = models.PositiveIntegerField(default=0)
     output_tokens = models.PositiveIntegerField(default=0)
+    # The cache lifetime the call asked for: "5m", "1h" (its writes cost 2× input), "" offline (no cache).
+    cache_ttl = models.CharField("cache kept", max_length=2, blank=True)
     # None: a model with no price in settings.MODEL_PRICES (its tokens still count).
     cost_usd = models.DecimalField(max_digits=10, decimal_places=6, null=True, blank=True)
     created_at = models.DateTimeField(default=timezone.now)

@@ -290,6 +290,7 @@ def work_as(task: Task, slug: str, provider: Provider) -> str:
         say_once(task, slug, refusal)
         return Task.Status.DONE
     policy = prompts.resolve_policy(channel, coworker)
+    cache = spending.choose_cache_lifetime(task, policy, coworker.model or policy.reply_model)
     tool_context = tools.ToolContext(
         office_id=channel.office_id, channel_id=channel.pk, session_id=session.pk, task_id=task.pk, turn=task.turn, coworker=slug
     )
@@ -302,7 +303,7 @@ def work_as(task: Task, slug: str, provider: Provider) -> str:
             session=session, instruction=_instruction(task), turn=task.turn, coworker=coworker, current=current
         )
         if task.prompt_report is None:
-            task.prompt_report = prompt.report
+            task.prompt_report = {**prompt.report, "cache": cache.as_report()}  # the report says how long it was cached
             task.save(update_fields=["prompt_report"])
         last_step = step == MAX_STEPS - 1
         request = CompletionRequest(
@@ -313,6 +314,7 @@ def work_as(task: Task, slug: str, provider: Provider) -> str:
             max_output_tokens=policy.max_output_tokens,
             tools=() if last_step else tools.TOOL_SPECS,
             cache_after=cache_breakpoints(prompt),
+            cache_ttl=cache.lifetime,
             payload={
                 "turns": prompt.report["detailed_tasks"],
                 "said_on": said_on(session, prompt.report["detailed_tasks"]),

@@ -7,6 +7,8 @@ they mean, their sane ranges, and how overrides layer over a channel kind's row.
 from dataclasses import dataclass, fields, replace
 from typing import Any, Mapping
 
+from .cache_lifetime import AUTO, SETTINGS as CACHE_LIFETIMES
+
 # Sane ranges for each budget: (minimum, maximum). Zero and negatives are never allowed,
 # except recall_chars = 0, which turns relevance recall off.
 RANGES: dict[str, tuple[int, int]] = {
@@ -23,6 +25,8 @@ RANGES: dict[str, tuple[int, int]] = {
 
 BUDGET_FIELDS = tuple(RANGES)
 MODEL_FIELDS = ("reply_model", "summary_model")
+# How long the model provider caches a reply's prompt: "auto" (from the conversation's pauses), "5m" or "1h".
+CACHE_FIELD = "cache_lifetime"
 
 
 @dataclass(frozen=True)
@@ -39,6 +43,7 @@ class Policy:
     # Empty: the office's models (settings.REPLY_MODEL, SUMMARY_MODEL), filled in by prompts.resolve_policy.
     reply_model: str = ""
     summary_model: str = ""
+    cache_lifetime: str = AUTO
 
 
 def default_policy(channel_kind: str) -> Policy:
@@ -71,6 +76,9 @@ def find_problems(values: Mapping[str, Any]) -> dict[str, str]:
             f"The detailed budget ({detailed:,} characters) cannot be smaller than the "
             f"tool digest ({digest:,}): not even one digested tool result would fit."
         )
+    lifetime = values.get(CACHE_FIELD)
+    if lifetime not in (None, "", *CACHE_LIFETIMES):
+        problems[CACHE_FIELD] = f"Must be one of {', '.join(CACHE_LIFETIMES)}; got {lifetime!r}."
     fold, tasks = values.get("fold_batch"), values.get("detailed_tasks")
     if fold is not None and tasks is not None and "fold_batch" not in problems and fold > tasks:
         problems["fold_batch"] = f"The fold batch ({fold}) cannot be larger than the detailed tasks ({tasks})."

@@ -15,9 +15,11 @@ from django.utils import timezone
 
 from coworkers.models import Coworker
 from coworkers.providers import Completion, Provider
-from coworkers.providers.wire import cost_usd
+from coworkers.providers.wire import cost_usd, price_of
 
+from . import cache_lifetime
 from .models import ModelCall, Task
+from .policy import Policy
 
 
 # Who a meeting's notes are recorded for: the office, no coworker (the usage page names the row).
@@ -51,6 +53,7 @@ def record_call(
         cache_write_tokens=usage.cache_write_tokens,
         cache_read_tokens=usage.cache_read_tokens,
         output_tokens=usage.output_tokens,
+        cache_ttl="" if provider.offline else completion.cache_ttl,
         cost_usd=call_cost(completion, provider),
     )
 
@@ -62,6 +65,35 @@ def call_cost(completion: Completion, provider: Provider) -> Decimal | None:
         return Decimal("0")
     dollars = cost_usd(completion.model, completion.usage, settings.MODEL_PRICES)
     return None if dollars is None else Decimal(str(round(dollars, 6)))
+
+
+def choose_cache_lifetime(task: Task, policy: Policy, model: str) -> cache_lifetime.Choice:
+    """How long this task's reply prompts stay cached: the policy's lifetime, or the cheaper one for the
+    pace of the task's conversation (its latest pauses, up to and including the one before this task)
+    and how its latest tasks used the cache. Two queries over the last few tasks."""
+    if policy.cache_lifetime in cache_lifetime.LIFETIMES:
+        return cache_lifetime.choose((), setting=policy.cache_lifetime)
+    rows = list(
+        Task.objects.filter(session_id=task.session_id, turn__lte=task.turn)
+        .order_by("-turn")
+        .values_list("pk", "created_at", "finished_at", "cache_write_tokens", "cache_read_tokens")[
+            : cache_lifetime.RECENT_PAUSES + 1
+        ]
+    )[::-1]
+    pauses = cache_lifetime.pauses_between([(created, finished) for _, created, finished, *_ in rows])
+    earlier = [row for row in rows if row[0] != task.pk]
+    # What each earlier task's first reply call read (the task's later calls are its tool loop's, and
+    # upkeep recorded for it comes after them).
+    first_read: dict[int, int] = {}
+    for task_id, read in (
+        ModelCall.objects.filter(task_id__in=[row[0] for row in earlier])
+        .order_by("created_at", "pk")
+        .values_list("task_id", "cache_read_tokens")
+    ):
+        first_read.setdefault(task_id, read)
+    reuse = cache_lifetime.reuse_of([(written, read, first_read.get(pk, 0)) for pk, _, _, written, read in earlier])
+    rates = cache_lifetime.rates_for(price_of(model, settings.MODEL_PRICES))
+    return cache_lifetime.choose(pauses, setting=policy.cache_lifetime, rates=rates, reuse=reuse)
 
 
 def month_start(now: datetime | None = None) -> datetime:

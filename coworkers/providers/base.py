@@ -11,6 +11,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from langchain_core.messages import BaseMessage
 
+from sessions.cache_lifetime import FIVE_MINUTES, LIFETIMES
 from sessions.history import ToolCall
 from sessions.tokens import estimate_tokens  # re-exported: one estimate for budgets, reports and usage
 
@@ -37,7 +38,8 @@ class CompletionRequest:
     least must come first. messages: langchain-core Human/AI/Tool messages,
     already valid (sessions.history.validate_messages). cache_after: indices of
     messages after which a cache breakpoint goes (for a reply: the end of the
-    detailed window and the last message), at most 3.
+    detailed window and the last message), at most 3. cache_ttl: how long every
+    breakpoint of the request is kept, "5m" or "1h" (sessions.cache_lifetime).
 
     payload: structured input, so the offline responder never parses prose:
       fold:    {"previous": str, "tasks": [TaskRecords, ...], "max_chars": int, "multi_speaker": bool,
@@ -59,6 +61,7 @@ class CompletionRequest:
     tools: tuple[ToolSpec, ...] = ()
     cache_after: tuple[int, ...] = ()
     payload: Mapping[str, Any] = field(default_factory=dict)
+    cache_ttl: str = FIVE_MINUTES
 
     def __post_init__(self) -> None:
         if self.purpose not in PURPOSES:
@@ -66,6 +69,8 @@ class CompletionRequest:
         # Lists are accepted for convenience; stored as tuples so a request cannot change after it is sent.
         for name in ("system", "messages", "tools", "cache_after"):
             object.__setattr__(self, name, tuple(getattr(self, name)))
+        if self.cache_ttl not in LIFETIMES:
+            raise ValueError(f"cache_ttl must be one of {', '.join(LIFETIMES)}, got {self.cache_ttl!r}")
         if self.max_output_tokens < 1:
             raise ValueError(f"max_output_tokens must be positive, got {self.max_output_tokens}")
         if len(self.cache_after) > MAX_MESSAGE_BREAKPOINTS:
@@ -85,12 +90,14 @@ class CompletionRequest:
 
 @dataclass(frozen=True)
 class Usage:
-    """Tokens of one call, as Anthropic reports them: input_tokens excludes the cached ones."""
+    """Tokens of one call, as Anthropic reports them: input_tokens excludes the cached ones.
+    cache_write_1h_tokens is the part of cache_write_tokens written to the 1-hour cache (dearer)."""
 
     input_tokens: int = 0
     cache_write_tokens: int = 0
     cache_read_tokens: int = 0
     output_tokens: int = 0
+    cache_write_1h_tokens: int = 0
 
     @property
     def total_input_tokens(self) -> int:
@@ -103,6 +110,7 @@ class Usage:
             self.cache_write_tokens + other.cache_write_tokens,
             self.cache_read_tokens + other.cache_read_tokens,
             self.output_tokens + other.output_tokens,
+            self.cache_write_1h_tokens + other.cache_write_1h_tokens,
         )
 
 
@@ -113,6 +121,8 @@ class Completion:
     usage: Usage = Usage()
     model: str = ""
     stop_reason: str = "end_turn"
+    # The cache lifetime the call asked for ("5m", "1h"); "" when no model cache was involved (offline).
+    cache_ttl: str = ""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "tool_calls", tuple(self.tool_calls))

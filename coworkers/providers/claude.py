@@ -10,6 +10,7 @@ from typing import Any
 import anthropic
 import httpx2  # the SDK's transport: a body cut mid-stream surfaces as its error, unwrapped
 
+from sessions.cache_lifetime import ONE_HOUR
 from sessions.history import ToolCall
 
 from .base import Completion, CompletionRequest, ProviderError, Usage
@@ -93,7 +94,7 @@ class ClaudeProvider:
             raise _error(INVALID_HISTORY, retryable=False, detail=str(error)) from error
 
         if should_stop is not None and should_stop():
-            return Completion(text="", model=request.model, stop_reason="stopped")
+            return Completion(text="", model=request.model, stop_reason="stopped", cache_ttl=request.cache_ttl)
 
         parts: list[str] = []
         usage = Usage()
@@ -104,10 +105,12 @@ class ClaudeProvider:
                 for event in stream:
                     if should_stop is not None and should_stop():
                         # Leaving the block closes the response: Claude stops generating (and billing).
-                        return Completion(text="".join(parts), usage=usage, model=model, stop_reason="stopped")
+                        return Completion(
+                            text="".join(parts), usage=usage, model=model, stop_reason="stopped", cache_ttl=request.cache_ttl
+                        )
                     if event.type == "message_start":
                         model = event.message.model or model
-                        usage = _usage(event.message.usage)
+                        usage = _usage(event.message.usage, request.cache_ttl)
                     elif event.type == "message_delta":
                         usage = _merge_delta(usage, event.usage)
                     elif event.type == "content_block_delta" and event.delta.type == "text_delta":
@@ -137,9 +140,10 @@ class ClaudeProvider:
         return Completion(
             text="".join(parts),
             tool_calls=calls,
-            usage=_usage(message.usage),
+            usage=_usage(message.usage, request.cache_ttl),
             model=message.model or request.model,
             stop_reason=_STOP_REASONS.get(message.stop_reason or "", "end_turn"),
+            cache_ttl=request.cache_ttl,
         )
 
     def _translate(self, error: anthropic.APIError, parts: list[str]) -> ProviderError:
@@ -175,12 +179,21 @@ def _error(user_message: str, *, retryable: bool, detail: str, partial: list[str
     return error
 
 
-def _usage(usage: Any) -> Usage:
+def _usage(usage: Any, cache_ttl: str) -> Usage:
+    written = getattr(usage, "cache_creation_input_tokens", None) or 0
+    # The API says how many writes went to the 1-hour cache (billed dearer); without that breakdown,
+    # every write went where the request's breakpoints (all one lifetime) asked.
+    breakdown = getattr(usage, "cache_creation", None)
+    if breakdown is not None and getattr(breakdown, "ephemeral_1h_input_tokens", None) is not None:
+        hour = breakdown.ephemeral_1h_input_tokens
+    else:
+        hour = written if cache_ttl == ONE_HOUR else 0
     return Usage(
         input_tokens=usage.input_tokens or 0,
-        cache_write_tokens=getattr(usage, "cache_creation_input_tokens", None) or 0,
+        cache_write_tokens=written,
         cache_read_tokens=getattr(usage, "cache_read_input_tokens", None) or 0,
         output_tokens=usage.output_tokens or 0,
+        cache_write_1h_tokens=min(hour, written),
     )
 
 
@@ -199,6 +212,7 @@ def _merge_delta(usage: Usage, delta: Any) -> Usage:
             else usage.cache_read_tokens
         ),
         output_tokens=delta.output_tokens if delta.output_tokens is not None else usage.output_tokens,
+        cache_write_1h_tokens=usage.cache_write_1h_tokens,  # message_delta carries no breakdown
     )
 
 

@@ -7,7 +7,7 @@ import json
 import threading
 from collections import deque
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Union
 
 from sessions.history import ToolCall, validate_messages
@@ -103,7 +103,8 @@ class ScriptedProvider:
         if callable(step) and not isinstance(step, (Reply, CallTools, Fail)):
             step = step(request)
             if isinstance(step, Completion):
-                return step
+                # Like Claude, a model's answer carries the cache lifetime its request asked for.
+                return step if step.cache_ttl or self.offline else replace(step, cache_ttl=request.cache_ttl)
         return self._play(step, request, on_text=on_text, should_stop=should_stop)
 
     def _play(
@@ -138,6 +139,7 @@ class ScriptedProvider:
             usage=Usage(input_tokens=estimate_request_tokens(request), output_tokens=output),
             model=request.model,
             stop_reason=stop_reason,
+            cache_ttl="" if self.offline else request.cache_ttl,
         )
 
 

@@ -1,5 +1,5 @@
 """Our request in Anthropic's wire format (the Messages API body), and the cost of a call's usage.
-Pure: imports only the standard library, langchain_core.messages, coworkers.providers.base and sessions.history (no anthropic, no Django)."""
+Pure: imports only the standard library, langchain_core.messages, coworkers.providers.base, sessions.history and sessions.cache_lifetime (no anthropic, no Django)."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 
+from sessions.cache_lifetime import FIVE_MINUTES
 from sessions.history import find_faults
 
 from .base import CompletionRequest, Usage, message_text
@@ -40,9 +41,10 @@ def to_anthropic(request: CompletionRequest) -> dict[str, Any]:
     system_texts = [*request.system, *(message_text(m) for m in request.messages[:leading])]
     # Anthropic rejects empty text blocks; an empty layer (no memory yet) simply has no block.
     system = [{"type": "text", "text": text} for text in system_texts if text.strip()]
+    breakpoint = cache_control(request.cache_ttl)
     if system:
         # One breakpoint caches tools + system: the most stable prefix.
-        system[-1]["cache_control"] = dict(EPHEMERAL)
+        system[-1]["cache_control"] = dict(breakpoint)
 
     turns: list[dict[str, Any]] = []
     last_block: dict[int, dict[str, Any]] = {}  # langchain index -> that message's last block on the wire
@@ -68,7 +70,7 @@ def to_anthropic(request: CompletionRequest) -> dict[str, Any]:
     for index in request.cache_after:
         if index < leading:
             continue  # a system message: the system breakpoint already covers it
-        last_block[index]["cache_control"] = dict(EPHEMERAL)
+        last_block[index]["cache_control"] = dict(breakpoint)
 
     body: dict[str, Any] = {
         "model": request.model,
@@ -83,6 +85,13 @@ def to_anthropic(request: CompletionRequest) -> dict[str, Any]:
             for spec in request.tools
         ]
     return body
+
+
+def cache_control(ttl: str) -> dict[str, str]:
+    """A breakpoint's cache_control: the 5-minute cache is the API's default (sent without a ttl, as
+    it always was); the 1-hour one says so. Every breakpoint of a request gets the same lifetime (the
+    API refuses a 1-hour breakpoint after a 5-minute one)."""
+    return dict(EPHEMERAL) if ttl == FIVE_MINUTES else {**EPHEMERAL, "ttl": ttl}
 
 
 def _blocks(message: BaseMessage) -> tuple[str, list[dict[str, Any]]]:
@@ -133,11 +142,10 @@ def cost_usd(model: str, usage: Usage, prices: Mapping[str, Mapping[str, float]]
     """The cost of usage in US dollars; prices are per million tokens (settings.MODEL_PRICES).
 
     A dated model name ("claude-sonnet-4-5-20250929") falls back to its alias's
-    price. None when the model is not in the table: unknown is not free.
+    price. None when the model is not in the table: unknown is not free. Writes to
+    the 1-hour cache cost `cache_write_1h`, or twice the input price.
     """
-    price = prices.get(model)
-    if price is None:
-        price = prices.get(_DATED.sub("", model))
+    price = price_of(model, prices)
     if price is None:
         return None
     long_prompt = price.get("long_prompt")
@@ -147,10 +155,19 @@ def cost_usd(model: str, usage: Usage, prices: Mapping[str, Mapping[str, float]]
     # Anthropic's multipliers, for a table that lists only input and output.
     cache_write = price.get("cache_write", input_price * 1.25)
     cache_read = price.get("cache_read", input_price * 0.1)
+    cache_write_1h = price.get("cache_write_1h", input_price * 2)
+    hour = min(usage.cache_write_1h_tokens, usage.cache_write_tokens)
     total = (
         usage.input_tokens * input_price
-        + usage.cache_write_tokens * cache_write
+        + (usage.cache_write_tokens - hour) * cache_write
+        + hour * cache_write_1h
         + usage.cache_read_tokens * cache_read
         + usage.output_tokens * price["output"]
     )
     return total / 1_000_000
+
+
+def price_of(model: str, prices: Mapping[str, Mapping[str, Any]]) -> Mapping[str, Any] | None:
+    """The model's MODEL_PRICES entry; a dated name falls back to its alias's. None when not listed."""
+    price = prices.get(model)
+    return price if price is not None else prices.get(_DATED.sub("", model))

@@ -233,9 +233,11 @@ function reportContent(answer) {
       el("dt", { text: "Read from the cache" }), el("dd", { text: fmt(u.cache_read_tokens) }),
       el("dt", { text: "Output tokens" }), el("dd", { text: fmt(u.output_tokens) + estimated }),
       el("dt", { text: "Cost" }), el("dd", { text: overview.cost || "—" }),
+      ...(overview.cache_lifetime ? [el("dt", { text: "Cache kept" }), el("dd", { text: overview.cache_lifetime })] : []),
     ),
   );
   if (overview.input_tokens) parts.push(el("p", { class: "muted input-note", text: overview.input_tokens }));
+  if (overview.cache) parts.push(el("p", { class: "muted cache-note", text: overview.cache }));
   if (overview.offline) parts.push(el("p", { class: "muted", text: "Answered offline: no model was called, so nothing was billed." }));
 
   if (report && report.notes && report.notes.length) {

@@ -15,18 +15,18 @@ from tests.browser.test_office import ARTIFACTS, browser, demo, open_channel, se
 LAPTOP = {"width": 1440, "height": 900}
 
 
-def spend(slug: str, *, tokens: int, cached: int, cost: str) -> None:
+def spend(slug: str, *, tokens: int, cached: int, cost: str, cache_ttl: str = "5m") -> None:
     """A Claude call of the coworker's, recorded as the pipeline records one."""
     office = Office.objects.get(slug="acme")
     ModelCall.objects.create(
         office=office, coworker=Coworker.objects.get(office=office, slug=slug), coworker_slug=slug,
         provider="claude", model="claude-sonnet-4-6", input_tokens=tokens, cache_read_tokens=cached,
-        output_tokens=tokens // 10, cost_usd=Decimal(cost),
+        output_tokens=tokens // 10, cost_usd=Decimal(cost), cache_ttl=cache_ttl,
     )
 
 
 def test_a_person_sees_this_weeks_usage_per_coworker_and_day(server, demo, browser):
-    spend("mina", tokens=12_000, cached=36_000, cost="0.0612")
+    spend("mina", tokens=12_000, cached=36_000, cost="0.0612", cache_ttl="1h")
     spend("theo", tokens=4_000, cached=0, cost="0.018")
     context, page = sign_in(browser, server)
     page.set_viewport_size(LAPTOP)
@@ -45,6 +45,10 @@ def test_a_person_sees_this_weeks_usage_per_coworker_and_day(server, demo, brows
     assert mina.locator("[data-col='cost']").inner_text() == "$0.06"
     assert page.locator("tr[data-coworker='iris'] [data-col='cost']").inner_text() == "$0.00"
     assert page.locator("tr[data-coworker='iris'] [data-col='tokens']").inner_text() != "0"
+    # How long prompts were cached: Mina's person pauses (the hour), Theo's follow up quickly; offline, none.
+    assert mina.locator("[data-col='kept']").inner_text() == "1 hour"
+    assert page.locator("tr[data-coworker='theo'] [data-col='kept']").inner_text() == "5 minutes"
+    assert page.locator("tr[data-coworker='iris'] [data-col='kept']").inner_text() == "—"
     assert page.locator("[data-total='cost']").inner_text() == "$0.08"
     assert page.locator("svg.chart").count() == 2
     assert page.locator("svg.chart rect").count() >= 3, "a bar segment for each coworker who worked today"

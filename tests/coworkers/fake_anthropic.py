@@ -213,9 +213,15 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.close_connection = True
 
+        # Like the API, the writes are broken down by the lifetime the request's breakpoints asked for.
+        hour = "1h" in cache_ttls(body)
         usage = {
             "input_tokens": reply.input_tokens,
             "cache_creation_input_tokens": reply.cache_write_tokens,
+            "cache_creation": {
+                "ephemeral_5m_input_tokens": 0 if hour else reply.cache_write_tokens,
+                "ephemeral_1h_input_tokens": reply.cache_write_tokens if hour else 0,
+            },
             "cache_read_input_tokens": reply.cache_read_tokens,
             "output_tokens": 1,
         }
@@ -335,7 +341,22 @@ def check_body(body: Mapping[str, Any]) -> str | None:
         return "messages: the last assistant message has tool_use blocks without a following tool_result"
     if breakpoints > 4:
         return f"A maximum of 4 blocks with cache_control may be provided. Found {breakpoints}."
+    ttls = cache_ttls(body)
+    if unknown := [ttl for ttl in ttls if ttl not in ("5m", "1h")]:
+        return f"cache_control.ttl: Input should be '5m' or '1h', got {unknown[0]!r}"
+    if "5m" in ttls and "1h" in ttls[ttls.index("5m"):]:
+        return "a ttl='1h' cache_control block must not come after a ttl='5m' cache_control block"
     return None
+
+
+def cache_ttls(body: Mapping[str, Any]) -> list[str]:
+    """The lifetime every cache breakpoint of a request asked for, in the API's order (tools, system,
+    messages); a breakpoint without a ttl is the default 5 minutes."""
+    blocks = [*body.get("tools", ()), *body.get("system", ())]
+    for message in body.get("messages", ()):
+        if not isinstance(message.get("content"), str):
+            blocks += message["content"]
+    return [block["cache_control"].get("ttl", "5m") for block in blocks if "cache_control" in block]
 
 
 def texts(blocks: Iterable[Mapping[str, Any]]) -> list[str]:

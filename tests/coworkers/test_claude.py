@@ -234,3 +234,41 @@ def test_get_provider_picks_claude_when_a_key_is_set(fake_anthropic):
     assert provider.name == "claude" and not provider.offline
     fake_anthropic.add(Reply("Hello from the fake."))
     assert provider.complete(ask(HumanMessage("Hi"))).text == "Hello from the fake."
+
+
+def test_it_asks_for_the_hour_long_cache_on_every_breakpoint_when_chosen(fake_anthropic):
+    fake_anthropic.add(Reply("Done.", input_tokens=50, cache_write_tokens=4_000, cache_read_tokens=0, output_tokens=20))
+    window = (HumanMessage("Draft the launch post."), AIMessage("Here is the draft: ..."))
+    completion = ClaudeProvider().complete(
+        ask(*window, HumanMessage("Make it shorter."), cache_after=(1, 2), cache_ttl="1h")
+    )
+
+    body = fake_anthropic.requests[0].body
+    hour = {"type": "ephemeral", "ttl": "1h"}
+    assert body["system"][-1]["cache_control"] == hour
+    assert body["messages"][1]["content"][-1]["cache_control"] == hour
+    assert body["messages"][2]["content"][-1]["cache_control"] == hour
+    # The API's usage breaks the writes down by lifetime; the 1-hour ones are billed at 2x input.
+    assert completion.cache_ttl == "1h"
+    assert completion.usage.cache_write_tokens == completion.usage.cache_write_1h_tokens == 4_000
+    haiku = settings.MODEL_PRICES["claude-haiku-4-5"]
+    expected = (50 * haiku["input"] + 4_000 * 2 * haiku["input"] + 20 * haiku["output"]) / 1_000_000
+    assert cost_usd(completion.model, completion.usage, settings.MODEL_PRICES) == pytest.approx(expected)
+
+
+def test_the_five_minute_cache_is_the_apis_default_and_sent_without_a_ttl(fake_anthropic):
+    fake_anthropic.add(Reply("Done.", input_tokens=50, cache_write_tokens=4_000))
+    completion = ClaudeProvider().complete(ask(HumanMessage("Hi"), cache_after=(0,)))
+
+    body = fake_anthropic.requests[0].body
+    assert body["system"][-1]["cache_control"] == {"type": "ephemeral"}
+    assert body["messages"][0]["content"][-1]["cache_control"] == {"type": "ephemeral"}
+    assert completion.cache_ttl == "5m" and completion.usage.cache_write_1h_tokens == 0
+    haiku = settings.MODEL_PRICES["claude-haiku-4-5"]
+    expected = (50 * haiku["input"] + 4_000 * haiku["cache_write"] + 7 * haiku["output"]) / 1_000_000
+    assert cost_usd(completion.model, completion.usage, settings.MODEL_PRICES) == pytest.approx(expected)
+
+
+def test_a_request_refuses_a_lifetime_the_api_does_not_offer():
+    with pytest.raises(ValueError, match="cache_ttl"):
+        ask(HumanMessage("Hi"), cache_ttl="1d")

@@ -162,7 +162,7 @@ def edit_policy_from_list(client, policy: ContextPolicy, **changes):
 def edit_policy_page(client, policy: ContextPolicy, **changes):
     """POST one context policy's change page, every field as the form shows it, with `changes`."""
     data = {"channel_kind": policy.channel_kind, "coworker": "", "channel": "", "_save": "Save"}
-    for name in (*BUDGET_FIELDS, "reply_model", "summary_model"):
+    for name in (*BUDGET_FIELDS, "reply_model", "summary_model", "cache_lifetime"):
         value = changes.get(name, getattr(policy, name))
         data[name] = "" if value is None else str(value)
     return client.post(admin_url(ContextPolicy, "change", policy.pk), data)
@@ -245,3 +245,21 @@ def test_the_demo_admin_tunes_a_budget_and_the_next_prompt_uses_it(client, setti
     done = pipeline.run_task(task.pk, provider=OfflineResponder())
     assert done.prompt_report["layers"]["memory"]["budget"] == 2_500
     assert done.prompt_report["layers"]["recent"]["budget"] == 12_000
+
+
+def test_an_admin_chooses_how_long_prompts_stay_cached(admin_client):
+    policy = ContextPolicy.objects.get(channel_kind="direct")
+    change = admin_client.get(admin_url(ContextPolicy, "change", policy.pk)).content.decode()
+    assert "Keep the prompt cached" in change
+    assert "the 1-hour cache costs 2× the input price to write instead of 1.25×" in change
+    assert "As the kind says (auto for a kind)" in change and "Auto, from how long people pause" in change
+
+    response = edit_policy_page(admin_client, policy, cache_lifetime="1h")
+    assert response.status_code == 302
+    policy.refresh_from_db()
+    assert policy.cache_lifetime == "1h"
+
+    response = edit_policy_page(admin_client, policy, cache_lifetime="2h")
+    assert response.status_code == 200 and "Select a valid choice" in response.content.decode()
+    policy.refresh_from_db()
+    assert policy.cache_lifetime == "1h"

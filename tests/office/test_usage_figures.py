@@ -4,7 +4,7 @@ from datetime import date
 from decimal import Decimal
 
 from office import charts
-from office.usage import Row, Totals, choose_range, format_cost, summarize
+from office.usage import Row, Totals, choose_range, format_cache_kept, format_cost, summarize
 
 TUESDAY = date(2026, 12, 1)
 
@@ -59,3 +59,10 @@ def test_the_chart_stacks_each_day_and_says_so_when_empty():
 
 def test_the_axis_ends_on_a_round_number():
     assert [charts.nice_ceiling(v) for v in (0, 0.07, 3, 42_000, 99)] == [1.0, 0.1, 5, 50_000, 100]
+
+
+def test_it_says_how_long_prompts_were_cached():
+    assert format_cache_kept(Totals()) == "—"  # offline, or nothing used the cache
+    assert format_cache_kept(Totals(cached_calls=4)) == "5 minutes"
+    assert format_cache_kept(Totals(cached_calls=4, hour_cached_calls=4)) == "1 hour"
+    assert format_cache_kept(Totals(cached_calls=10, hour_cached_calls=3)) == "1 hour for 3 of 10 calls"
