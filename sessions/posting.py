@@ -1,8 +1,8 @@
 """Posting: an instruction or a message is stored, then shown to the channel.
 
 post_instruction validates an instruction, stores it as a new task of the channel's
-active session and shows it; the jobs module (sessions.tasks) starts the work from
-there. post_message stores one message of a task and shows it. The runner
+active session, shows it and sends `instruction_stored`, from which the jobs module
+(sessions.tasks) starts the work. post_message stores one message of a task and shows it. The runner
 (sessions.pipeline), the tools (coworkers.tools) and meetings (sessions.meetings) all
 post through here, and this module imports none of them: see docs/architecture.md,
 "Layers".
@@ -14,8 +14,8 @@ import logging
 import unicodedata
 from collections.abc import Callable
 
-from django.conf import settings
 from django.db import IntegrityError, transaction
+from django.dispatch import Signal
 
 from coworkers.models import Coworker
 from coworkers.providers import Provider, get_provider
@@ -30,6 +30,11 @@ from .models import Message, Task
 log = logging.getLogger(__name__)
 
 MAX_INSTRUCTION_CHARS = 20_000
+
+# Sent inside the transaction that stores a new instruction, with its `task` and `language`. The
+# jobs module (sessions.tasks) starts the work from it, enqueued for after the commit: posting sits
+# below the runner, which posts too, so it cannot import the job that runs the runner.
+instruction_stored = Signal()
 
 
 class InstructionRejected(ValueError):
@@ -88,20 +93,7 @@ def post_instruction(
             )
             events.send_event(channel.pk, "message", message=message_json(message))
             events.send_event(channel.pk, "task", **task_json(task))
-            from . import tasks  # the jobs module imports the pipeline, which imports this one
-
-            if settings.BACKGROUND_WORK != "celery":
-                from .pipeline import abandoned_tasks
-
-                # Celery redelivers and beat's sweeper re-sends; only the embedded runner needs this.
-                for earlier in abandoned_tasks(session, before=task.turn):
-                    tasks.run_task.enqueue(earlier)
-                # The same for memory extraction a stopped server dropped (beat's sweeper does it in
-                # production), at most every MEMORY_RESEND_SPACING per task, as there.
-                for lost in tasks.lost_memory_extractions(session.pk):
-                    tasks.extract_task_memory.enqueue(lost)
-            tasks.run_task.enqueue(task.pk)
-            tasks.check_nudge.enqueue(session.pk, "instruction", language)
+            instruction_stored.send(sender=Task, task=task, language=language)
         log.info("task %s (session %s, turn %s) stored in channel %s", task.pk, session.pk, task.turn, channel.pk)
     except IntegrityError:
         # The same client_id raced in from another connection: that task is the one.
