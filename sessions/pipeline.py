@@ -4,7 +4,7 @@ An instruction is stored first (sessions.posting); the run_task job then calls
 run_task here. run_task claims the task with a lease, builds each prompt, streams the
 reply to the channel in batched deltas, runs the tool loop, stores every message
 the moment it exists, and ends the task done, failed or stopped; folding and
-memory follow (upkeep). A worker
+memory follow (the jobs module enqueues them when it hears task_finished). A worker
 that dies leaves an expired lease; the next delivery resumes from what was stored.
 """
 
@@ -21,6 +21,7 @@ from django.conf import settings
 from django.db import connection
 from django.db.models import F
 from django.db.models.functions import Coalesce
+from django.dispatch import Signal
 from django.utils import timezone
 
 from coworkers.models import Coworker
@@ -28,7 +29,7 @@ from coworkers.providers import Completion, CompletionRequest, Provider, Provide
 from office import background, events
 from office.models import Channel
 
-from . import context, prompts, services, spending, upkeep
+from . import context, prompts, services, spending
 from .models import Message, Task
 from .posting import instruction_of, post_message, task_json
 
@@ -46,6 +47,11 @@ STOP_CHECK_SECONDS = 0.5
 FAILED_UNEXPECTEDLY = "Something went wrong on our side while working on this. Please try again."
 # An all-hands message the router found nobody needs to answer: the task is done, and says so.
 NOBODY_ANSWERED = "No one had anything to add."
+
+# Sent once a task has finished (done, failed or stopped), with the `task`, inside or outside a
+# transaction. The jobs module (sessions.tasks) enqueues what follows: memory extraction and any
+# fold that is due. The jobs call the runner, so the runner cannot import them.
+task_finished = Signal()
 
 
 class TaskBusy(Exception):
@@ -311,7 +317,7 @@ def finish(task: Task, status: str, error: str = "") -> Task | None:
         task.cost_usd if task.cost_usd is not None else "n/a", f" ({error})" if error else "",
     )
     events.send_event(task.session.channel_id, "task", **task_json(task))
-    upkeep.after_task(task)
+    task_finished.send(sender=Task, task=task)
     return task
 
 

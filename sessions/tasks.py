@@ -3,7 +3,7 @@
 Each takes an id and calls a service; Celery runs them in production, the
 server's thread pool in the embedded default (office.background). This is the top
 of the sessions layers (docs/architecture.md, "Layers"): the modules below announce
-what happened (posting.instruction_stored) and the receivers at the end of this
+what happened (posting.instruction_stored, pipeline.task_finished) and the receivers at the end of this
 module enqueue what follows, so no module below imports the jobs.
 """
 
@@ -19,7 +19,7 @@ from coworkers.providers import ProviderError
 from office import background
 from office.background import job
 
-from . import folding, memory, nudge, pipeline, posting
+from . import folding, memory, nudge, pipeline, posting, prompts
 from .models import Task
 
 log = logging.getLogger(__name__)
@@ -117,3 +117,15 @@ def start_work(sender=None, *, task: Task, language: str = "en", **signal) -> No
             extract_task_memory.enqueue(lost)
     run_task.enqueue(task.pk)
     check_nudge.enqueue(task.session_id, "instruction", language)
+
+
+@receiver(pipeline.task_finished)
+def after_task(sender=None, *, task: Task, **signal) -> None:
+    """A task has finished (done, failed or stopped), inside or outside a transaction: its memory
+    extraction, and the fold it makes due."""
+    session = task.session
+    extract_task_memory.enqueue(task.pk)
+    target = folding.fold_target(session, completed=task.turn)
+    summary = prompts.latest_summary(session)
+    if target > (summary.through_turn if summary else 0):
+        fold_session.enqueue(session.pk, target)
