@@ -24,12 +24,13 @@ from django.db.models.functions import Coalesce
 from django.dispatch import Signal
 from django.utils import timezone
 
+from coworkers import tools
 from coworkers.models import Coworker
 from coworkers.providers import Completion, CompletionRequest, Provider, ProviderError, get_provider
 from office import background, events
 from office.models import Channel
 
-from . import context, prompts, services, spending
+from . import context, meetings, prompts, services, spending
 from .models import Message, Task
 from .posting import instruction_of, post_message, task_json
 
@@ -131,8 +132,6 @@ def run_task(task_id: int, *, provider: Provider | None = None) -> Task | None:
             if status != Task.Status.DONE:
                 return finish(task, status)
         if task.origin.get("meeting") and task.session.channel.kind == Channel.Kind.MEETING:
-            from . import meetings
-
             meetings.close_meeting(task, provider)
         return finish(task, Task.Status.DONE)
     except Interrupted:
@@ -188,8 +187,6 @@ def earlier_task_working(task_id: int, now) -> bool:
 
 def work_as(task: Task, slug: str, provider: Provider) -> str:
     """One coworker's turn on the task: model calls and tool calls until it answers."""
-    from coworkers import tools  # tools reach back into sessions services
-
     session, channel = task.session, task.session.channel
     coworker = Coworker.objects.filter(office_id=channel.office_id, slug=slug).first()
     if coworker is None:
