@@ -2,10 +2,10 @@
 
 post_instruction validates an instruction, stores it as a new task of the channel's
 active session, shows it and sends `instruction_stored`, from which the jobs module
-(sessions.tasks) starts the work. post_message stores one message of a task and shows it. The runner
-(sessions.pipeline), the tools (coworkers.tools) and meetings (sessions.meetings) all
-post through here, and this module imports none of them: see docs/architecture.md,
-"Layers".
+(sessions.tasks) starts the work. post_message stores one message of a task and shows
+it. The runner (sessions.pipeline), the tools (coworkers.tools) and meetings
+(sessions.meetings) all post through here, and this module imports none of them: see
+docs/architecture.md, "Layers".
 """
 
 from __future__ import annotations
@@ -56,7 +56,8 @@ def post_instruction(
     language: str = "en",
     admit: Callable[[], None] | None = None,
 ) -> Task:
-    """Store an instruction as a new task of the channel's active session and start the work.
+    """Store an instruction as a new task of the channel's active session, show it, and announce it
+    (`instruction_stored`), which starts the work.
 
     A resend with the same `client_id` returns the task it already created. `language`
     is the one the long-conversation nudge is shown in, if this task makes it due.
