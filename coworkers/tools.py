@@ -1,5 +1,6 @@
 """The tools coworkers call (documents, handoff, memory, history search): their specs and run_tool.
-Must not import an LLM SDK or the web layer; sessions.pipeline is imported where it is used (it runs these tools).
+Must not import an LLM SDK, the web layer or the runner (sessions.pipeline runs these tools); a handoff
+posts its instruction through sessions.posting.
 
 run_tool never raises: whatever goes wrong comes back as an error result the
 model can act on, so one bad call never crashes a task. Every lookup is
@@ -19,7 +20,7 @@ from django.utils import timezone
 from office import documents
 from office.models import Channel, Document
 from sessions import context as prompt_context
-from sessions import extract, prompts, relevance
+from sessions import extract, posting, prompts, relevance
 from sessions.memory import apply_decision
 from sessions.models import MemoryItem, Session, Task
 
@@ -324,8 +325,6 @@ def _search_history(context: ToolContext, args: dict) -> ToolOutcome:
 
 
 def _handoff(context: ToolContext, args: dict) -> ToolOutcome:
-    from sessions import pipeline  # imports this module to run tools
-
     wanted, brief = args["coworker"], args["brief"]
     if len(brief) > BRIEF_CHARS:
         raise ToolFailed(
@@ -348,7 +347,7 @@ def _handoff(context: ToolContext, args: dict) -> ToolOutcome:
             "who should take it."
         )
     channel = _handoff_channel(context, target)
-    task = pipeline.post_instruction(
+    task = posting.post_instruction(
         channel=channel,
         text=f"Handoff from {me.name if me else context.coworker}: {brief}",
         coworker=target,

@@ -16,7 +16,7 @@ from django.urls import reverse
 
 from sessions import meetings
 from sessions.models import Session, Task
-from sessions.pipeline import InstructionRejected
+from sessions.posting import InstructionRejected
 
 from . import projects, ratelimit
 from .models import Channel, Office

@@ -20,7 +20,7 @@ from channels.generic.websocket import AsyncJsonWebsocketConsumer
 from django.conf import settings
 from django.db import connections
 
-from sessions import nudge, pipeline
+from sessions import nudge, pipeline, posting
 from sessions.models import Task
 
 from . import events, ratelimit, reading, regenerating, unavailable
@@ -240,9 +240,9 @@ class ChannelConsumer(StaysJoined):
             raise FrameError("bad_frame", "An instruction cannot contain NUL characters or unpaired surrogates.")
         if not text.strip():
             raise FrameError("empty", "An instruction needs some text.")
-        if len(text.strip()) > pipeline.MAX_INSTRUCTION_CHARS:
-            raise FrameError("too_long", f"An instruction can be at most {pipeline.MAX_INSTRUCTION_CHARS:,} characters.")
-        if not pipeline.has_visible_text(text):
+        if len(text.strip()) > posting.MAX_INSTRUCTION_CHARS:
+            raise FrameError("too_long", f"An instruction can be at most {posting.MAX_INSTRUCTION_CHARS:,} characters.")
+        if not posting.has_visible_text(text):
             raise FrameError("invalid", "An instruction needs some visible text.")
         try:
             # Not database_sync_to_async: routing (choose_responders) may call a model over the
@@ -257,7 +257,7 @@ class ChannelConsumer(StaysJoined):
                 language=self.language,
                 after=self.next_seq - 1,
             )
-        except pipeline.InstructionRejected as rejected:
+        except posting.InstructionRejected as rejected:
             raise FrameError(rejected.code, rejected.detail) from None
         # The sender's acknowledgement: its stored `message` and `task` events, read back from the
         # store, without waiting for the group (other tabs get them from the group; this one's
@@ -395,7 +395,7 @@ def post_instruction(*, channel_id: int, user_id: int, text: str, client_id: str
         channel = Channel.objects.select_related("office", "coworker").get(pk=channel_id)
         # Counted only for a new instruction: a tab that reconnects and resends its
         # unacknowledged instructions is never refused for it.
-        pipeline.post_instruction(
+        posting.post_instruction(
             channel=channel,
             text=text,
             client_id=client_id,
@@ -416,7 +416,7 @@ def regenerate_reply(*, channel_id: int, user_id: int, turn: int, language: str,
             regenerating.regenerate(
                 channel=channel, turn=turn, language=language, admit=partial(check_instruction_rate, user_id)
             )
-        except pipeline.InstructionRejected as rejected:
+        except posting.InstructionRejected as rejected:
             raise FrameError(rejected.code, rejected.detail) from None
         return events.events_after(channel_id, after, RESYNC_PAGE)
     finally:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from sessions import pipeline, services
+from sessions import posting, services
 from sessions.models import Message, Session, Task
 
 from .models import Channel
@@ -30,23 +30,23 @@ def regenerate(*, channel: Channel, turn: int, language: str = "en", admit: Call
     """
     if channel.kind == Channel.Kind.MEETING:
         # A meeting's turns are its agenda's rounds, run by the meeting itself, not re-asked one by one.
-        raise pipeline.InstructionRejected("not_here", "A meeting's replies cannot be regenerated.")
+        raise posting.InstructionRejected("not_here", "A meeting's replies cannot be regenerated.")
     task = Task.objects.filter(session__channel=channel, session__status=Session.Status.ACTIVE, turn=turn).first()
     if task is None:
-        raise pipeline.InstructionRejected("not_found", "There is no such reply in this conversation.")
+        raise posting.InstructionRejected("not_found", "There is no such reply in this conversation.")
     client_id = client_id_of(task)
     if not Task.objects.filter(session__channel=channel, client_id=client_id).exists():
         if task.session.tasks.filter(turn__gt=task.turn).exists():
-            raise pipeline.InstructionRejected("not_last", "Only the last reply of a conversation can be regenerated.")
+            raise posting.InstructionRejected("not_last", "Only the last reply of a conversation can be regenerated.")
         if task.status in OPEN:
-            raise pipeline.InstructionRejected("busy", "This reply is still being written: stop it or wait for it first.")
+            raise posting.InstructionRejected("busy", "This reply is still being written: stop it or wait for it first.")
     instruction = (
         services.task_messages(task.session, turn=task.turn)
         .filter(role=Message.Role.USER)
         .values_list("content", flat=True)
         .first()
     )
-    return pipeline.post_instruction(
+    return posting.post_instruction(
         channel=channel,
         text=instruction or "",
         client_id=client_id,

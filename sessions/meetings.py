@@ -20,11 +20,12 @@ from langchain_core.messages import HumanMessage
 
 from coworkers.models import Coworker
 from coworkers.providers import CompletionRequest, Provider, get_provider
-from office import events, rendering
+from office import rendering
 from office.models import Channel, Office
 
 from . import extract, history, memory, spending, summarize
 from .models import MemoryEvent, MemoryItem, Message, Task
+from .posting import InstructionRejected, has_visible_text, post_instruction, post_message
 from .services import record_from_row, task_messages
 
 log = logging.getLogger(__name__)
@@ -54,8 +55,6 @@ def start_meeting(
     *, office: Office, title: str, agenda: str, participants: Sequence[Coworker], rounds: int = 2, provider=None
 ) -> tuple[Channel, Task]:
     """Open a meeting channel and start it: each participant speaks in turn, `rounds` times."""
-    from .pipeline import InstructionRejected, has_visible_text, post_instruction
-
     people = list(dict.fromkeys(participants))
     agenda = agenda.strip()
     if len(people) < 2:
@@ -128,12 +127,7 @@ def close_meeting(task: Task, provider: Provider | None = None) -> dict:
     )
     notes_html = rendering.render(notes_text)  # before the transaction: rendering holds no lock
     with transaction.atomic():
-        from . import pipeline, services
-
-        message = services.append_message(
-            session=task.session, turn=task.turn, role=Message.Role.NOTICE, content=notes_text, html=notes_html
-        )
-        events.send_event(channel.pk, "message", message=pipeline.message_json(message))
+        post_message(session=task.session, turn=task.turn, role=Message.Role.NOTICE, content=notes_text, html=notes_html)
     return {"decisions": decisions, "follow_ups": [t.pk for t in started if t]}
 
 
@@ -167,8 +161,6 @@ def remember_decisions(task: Task, decisions: Sequence[str]) -> list[MemoryItem 
 
 def start_follow_ups(task: Task, follow_ups: Sequence[FollowUp], provider: Provider | None) -> list[Task | None]:
     """A task in the owner's 1:1 for each follow-up with an owner (None for the others), in order."""
-    from .pipeline import post_instruction
-
     channel = task.session.channel
     started: list[Task | None] = []
     for number, follow_up in enumerate(follow_ups, start=1):

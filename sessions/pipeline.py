@@ -1,41 +1,41 @@
-"""The task pipeline: an instruction is stored first, then coworkers work on it in the background.
+"""The runner: coworkers work on a stored task, in the background.
 
-post_instruction stores the task and its instruction and enqueues run_task after
-commit. run_task claims the task with a lease, builds each prompt, streams the
+An instruction is stored first (sessions.posting); the run_task job then calls
+run_task here. run_task claims the task with a lease, builds each prompt, streams the
 reply to the channel in batched deltas, runs the tool loop, stores every message
 the moment it exists, and ends the task done, failed or stopped; folding and
-memory follow (upkeep). A worker that dies leaves an expired lease; the next
-delivery resumes from what was stored.
+memory follow (the jobs module enqueues them when it hears task_finished). A worker
+that dies leaves an expired lease; the next delivery resumes from what was stored.
 """
 
 from __future__ import annotations
 
 import logging
 import time
-import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
 from decimal import Decimal
 
 from django.conf import settings
-from django.db import IntegrityError, connection, transaction
+from django.db import connection
 from django.db.models import F
 from django.db.models.functions import Coalesce
+from django.dispatch import Signal
 from django.utils import timezone
 
+from coworkers import tools
 from coworkers.models import Coworker
 from coworkers.providers import Completion, CompletionRequest, Provider, ProviderError, get_provider
-from coworkers.routing import choose_responders
-from office import background, events, rendering
+from office import background, events
 from office.models import Channel
 
-from . import context, prompts, services, spending, upkeep
+from . import context, meetings, prompts, services, spending
 from .models import Message, Task
+from .posting import instruction_of, post_message, task_json
 
 log = logging.getLogger(__name__)
 
-MAX_INSTRUCTION_CHARS = 20_000
 # Model calls per coworker per task; the last one is offered no tools, so it must answer.
 MAX_STEPS = 8
 # A task whose worker died this many times is failed rather than tried again.
@@ -49,12 +49,10 @@ FAILED_UNEXPECTEDLY = "Something went wrong on our side while working on this. P
 # An all-hands message the router found nobody needs to answer: the task is done, and says so.
 NOBODY_ANSWERED = "No one had anything to add."
 
-
-class InstructionRejected(ValueError):
-    def __init__(self, code: str, detail: str) -> None:
-        super().__init__(detail)
-        self.code = code
-        self.detail = detail
+# Sent once a task has finished (done, failed or stopped), with the `task`, inside or outside a
+# transaction. The jobs module (sessions.tasks) enqueues what follows: memory extraction and any
+# fold that is due. The jobs call the runner, so the runner cannot import them.
+task_finished = Signal()
 
 
 class TaskBusy(Exception):
@@ -65,94 +63,7 @@ class TaskBusy(Exception):
         self.retry_in = retry_in
 
 
-# Posting ------------------------------------------------------------------------
-
-
-def post_instruction(
-    *,
-    channel: Channel,
-    text: str,
-    client_id: str = "",
-    coworker: Coworker | None = None,
-    origin: dict | None = None,
-    handed_off_from: Task | None = None,
-    provider: Provider | None = None,
-    language: str = "en",
-    admit: Callable[[], None] | None = None,
-) -> Task:
-    """Store an instruction as a new task of the channel's active session and start the work.
-
-    A resend with the same `client_id` returns the task it already created. `language`
-    is the one the long-conversation nudge is shown in, if this task makes it due.
-    `admit` is called once the instruction is known to be new, before anything is
-    stored; it may raise to refuse it (the sender's rate limit: a resend costs nothing).
-    """
-    text = text.strip()
-    if not text:
-        raise InstructionRejected("empty", "An instruction needs some text.")
-    if not has_visible_text(text):
-        # Zero-width spaces, joiners, BOMs…: nothing a coworker (or the person reading later) can see.
-        raise InstructionRejected("invalid", "An instruction needs some visible text.")
-    if len(text) > MAX_INSTRUCTION_CHARS:
-        raise InstructionRejected("too_long", f"An instruction can be at most {MAX_INSTRUCTION_CHARS:,} characters.")
-    client_id = client_id[:64]
-    if client_id and (existing := Task.objects.filter(session__channel=channel, client_id=client_id).first()):
-        return same_instruction(existing, text)
-    if admit is not None:
-        admit()
-    responders = [coworker] if coworker else choose_responders(channel, text, provider or get_provider())
-    html = rendering.render(text)  # before the transaction: rendering must hold no lock
-    try:
-        with transaction.atomic():
-            session = services.get_active_session(channel=channel)
-            task, message = services.start_task(
-                session=session,
-                instruction=text,
-                html=html,
-                coworker=responders[0].slug if responders else "",
-                responders=[c.slug for c in responders],
-                client_id=client_id,
-                origin=origin or {},
-                handed_off_from=handed_off_from,
-            )
-            events.send_event(channel.pk, "message", message=message_json(message))
-            events.send_event(channel.pk, "task", **task_json(task))
-            from . import tasks  # the jobs module imports this one
-
-            if settings.BACKGROUND_WORK != "celery":
-                # Celery redelivers and beat's sweeper re-sends; only the embedded runner needs this.
-                for earlier in abandoned_tasks(session, before=task.turn):
-                    tasks.run_task.enqueue(earlier)
-                # The same for memory extraction a stopped server dropped (beat's sweeper does it in
-                # production), at most every MEMORY_RESEND_SPACING per task, as there.
-                for lost in tasks.lost_memory_extractions(session.pk):
-                    tasks.extract_task_memory.enqueue(lost)
-            tasks.run_task.enqueue(task.pk)
-            tasks.check_nudge.enqueue(session.pk, "instruction", language)
-        log.info("task %s (session %s, turn %s) stored in channel %s", task.pk, session.pk, task.turn, channel.pk)
-    except IntegrityError:
-        # The same client_id raced in from another connection: that task is the one.
-        existing = Task.objects.filter(session__channel=channel, client_id=client_id).first() if client_id else None
-        if existing is None:
-            raise
-        return same_instruction(existing, text)
-    return task
-
-
-def has_visible_text(text: str) -> bool:
-    """Anything but whitespace and invisible format characters (Unicode category Cf: zero-width
-    space and joiners, word joiner, BOM, direction marks)."""
-    return any(not char.isspace() and unicodedata.category(char) != "Cf" for char in text)
-
-
-def same_instruction(existing: Task, text: str) -> Task:
-    """A resend is the same task only if it says the same thing: a client_id reused for other words
-    is a client bug, and acknowledging it with the old task would silently drop the new words."""
-    if _instruction(existing).strip() != text:
-        raise InstructionRejected(
-            "conflict", "This client_id was already used for another instruction, so this one was not sent."
-        )
-    return existing
+# Delivery -----------------------------------------------------------------------
 
 
 def abandoned_tasks(session, *, before: int) -> list[int]:
@@ -221,8 +132,6 @@ def run_task(task_id: int, *, provider: Provider | None = None) -> Task | None:
             if status != Task.Status.DONE:
                 return finish(task, status)
         if task.origin.get("meeting") and task.session.channel.kind == Channel.Kind.MEETING:
-            from . import meetings
-
             meetings.close_meeting(task, provider)
         return finish(task, Task.Status.DONE)
     except Interrupted:
@@ -278,8 +187,6 @@ def earlier_task_working(task_id: int, now) -> bool:
 
 def work_as(task: Task, slug: str, provider: Provider) -> str:
     """One coworker's turn on the task: model calls and tool calls until it answers."""
-    from coworkers import tools  # tools reach back into sessions services
-
     session, channel = task.session, task.session.channel
     coworker = Coworker.objects.filter(office_id=channel.office_id, slug=slug).first()
     if coworker is None:
@@ -300,7 +207,7 @@ def work_as(task: Task, slug: str, provider: Provider) -> str:
             return stopped.outcome()
         current = [services.record_from_row(row) for row in services.task_messages(session, turn=task.turn)][1:]
         prompt = prompts.build_for_task(
-            session=session, instruction=_instruction(task), turn=task.turn, coworker=coworker, current=current
+            session=session, instruction=instruction_of(task), turn=task.turn, coworker=coworker, current=current
         )
         if task.prompt_report is None:
             task.prompt_report = {**prompt.report, "cache": cache.as_report()}  # the report says how long it was cached
@@ -349,11 +256,7 @@ def work_as(task: Task, slug: str, provider: Provider) -> str:
             outcome = tools.run_tool(tool_context, call.name, call.args)
             # The record has no error flag: a failed call says so in its text, for the model and the history.
             content = f"Error: {outcome.content}" if outcome.is_error else outcome.content
-            message = services.append_message(
-                session=session, turn=task.turn, role=Message.Role.TOOL, content=content,
-                tool_call_id=call.id, coworker=slug,
-            )
-            events.send_event(channel.pk, "message", message=message_json(message))
+            post_message(session=session, turn=task.turn, role=Message.Role.TOOL, content=content, tool_call_id=call.id, coworker=slug)
             renew_lease(task)
     return Task.Status.DONE
 
@@ -369,19 +272,17 @@ def say_once(task: Task, slug: str, text: str) -> None:
     """A notice under the task (shown to people, never sent to a model), once even if the task is resumed."""
     if services.task_messages(task.session, turn=task.turn).filter(role=Message.Role.NOTICE, content=text).exists():
         return
-    message = services.append_message(session=task.session, turn=task.turn, role=Message.Role.NOTICE, content=text, coworker=slug)
-    events.send_event(task.session.channel_id, "message", message=message_json(message))
+    post_message(session=task.session, turn=task.turn, role=Message.Role.NOTICE, content=text, coworker=slug)
 
 
 def store_reply(task: Task, slug: str, completion: Completion, provider: Provider, *, coworker: Coworker | None = None) -> None:
     """Store one model step (text and tool calls) and add its usage and cost to the task (and to the
     coworker's usage, call by call)."""
     if completion.text.strip() or completion.tool_calls:
-        message = services.append_message(
+        post_message(
             session=task.session, turn=task.turn, role=Message.Role.ASSISTANT, content=completion.text,
             tool_calls=completion.tool_calls, coworker=slug,
         )
-        events.send_event(task.session.channel_id, "message", message=message_json(message))
     usage = completion.usage
     spending.record_call(
         office_id=task.session.channel.office_id, task=task, coworker=coworker, slug=slug, completion=completion, provider=provider
@@ -415,7 +316,7 @@ def finish(task: Task, status: str, error: str = "") -> Task | None:
         task.cost_usd if task.cost_usd is not None else "n/a", f" ({error})" if error else "",
     )
     events.send_event(task.session.channel_id, "task", **task_json(task))
-    upkeep.after_task(task)
+    task_finished.send(sender=Task, task=task)
     return task
 
 
@@ -446,15 +347,6 @@ def said_on(session, turns: list[int]) -> list[str | None]:
         .reverse()  # the first instruction of a task wins
     }
     return [days.get(turn) for turn in turns]
-
-
-def _instruction(task: Task) -> str:
-    return (
-        services.task_messages(task.session, turn=task.turn)
-        .filter(role=Message.Role.USER)
-        .values_list("content", flat=True)
-        .first()
-    ) or ""
 
 
 # Helpers for the stream -----------------------------------------------------------
@@ -538,17 +430,3 @@ class DeltaBatcher:
         if self.buffer:
             events.send_now(self.channel_id, {"type": "delta", "task": self.task_id, "coworker": self.coworker, "text": "".join(self.buffer)})
         self.buffer, self.size, self.sent_at = [], 0, self.clock()
-
-
-# Event payloads ---------------------------------------------------------------------
-
-
-def message_json(message: Message) -> dict:
-    record = services.record_from_row(message)
-    from .jsonl import record_to_dict
-
-    return record_to_dict(record)
-
-
-def task_json(task: Task) -> dict:
-    return {"id": task.pk, "turn": task.turn, "status": task.status, "error": task.error, "coworker": task.coworker}

@@ -1,7 +1,10 @@
 """Background jobs of the sessions app: thin, idempotent, retried with backoff.
 
 Each takes an id and calls a service; Celery runs them in production, the
-server's thread pool in the embedded default (office.background).
+server's thread pool in the embedded default (office.background). This is the top
+of the sessions layers (docs/architecture.md, "Layers"): the modules below announce
+what happened (posting.instruction_stored, pipeline.task_finished) and the receivers at the end of this
+module enqueue what follows, so no module below imports the jobs.
 """
 
 import logging
@@ -9,13 +12,15 @@ from datetime import timedelta
 
 from django.conf import settings
 from django.core.cache import cache
+from django.dispatch import receiver
 from django.utils import timezone
 
 from coworkers.providers import ProviderError
 from office import background
 from office.background import job
 
-from . import folding, memory, nudge, pipeline
+from . import folding, memory, nudge, pipeline, posting, prompts
+from .models import Task
 
 log = logging.getLogger(__name__)
 
@@ -93,3 +98,34 @@ def requeue_stalled_tasks() -> int:
     if lost:
         log.warning("sent %d lost memory extraction(s) again: tasks %s", len(lost), lost[:20])
     return len(stalled)
+
+
+# What starts the jobs ------------------------------------------------------------------
+
+
+@receiver(posting.instruction_stored)
+def start_work(sender=None, *, task: Task, language: str = "en", **signal) -> None:
+    """A new instruction is stored (this runs inside its transaction; each job is sent after the
+    commit): its reply, and the long-conversation nudge's check."""
+    if settings.BACKGROUND_WORK != "celery":
+        # Celery redelivers and beat's sweeper re-sends; only the embedded runner needs this.
+        for earlier in pipeline.abandoned_tasks(task.session, before=task.turn):
+            run_task.enqueue(earlier)
+        # The same for memory extraction a stopped server dropped (beat's sweeper does it in
+        # production), at most every MEMORY_RESEND_SPACING per task, as there.
+        for lost in lost_memory_extractions(task.session_id):
+            extract_task_memory.enqueue(lost)
+    run_task.enqueue(task.pk)
+    check_nudge.enqueue(task.session_id, "instruction", language)
+
+
+@receiver(pipeline.task_finished)
+def after_task(sender=None, *, task: Task, **signal) -> None:
+    """A task has finished (done, failed or stopped), inside or outside a transaction: its memory
+    extraction, and the fold it makes due."""
+    session = task.session
+    extract_task_memory.enqueue(task.pk)
+    target = folding.fold_target(session, completed=task.turn)
+    summary = prompts.latest_summary(session)
+    if target > (summary.through_turn if summary else 0):
+        fold_session.enqueue(session.pk, target)

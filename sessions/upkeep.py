@@ -1,6 +1,6 @@
 """What follows a finished task: memory extraction and folding (the search index is written with each message).
 
-Live tasks enqueue the slow parts in the background; an imported session
+Live tasks enqueue the slow parts in the background (sessions.tasks.after_task); an imported session
 catches up inline, fold batch by fold batch, as if it had been lived.
 """
 
@@ -18,18 +18,6 @@ from .models import Message, Session, Task
 from .services import record_from_row
 
 log = logging.getLogger(__name__)
-
-
-def after_task(task: Task) -> None:
-    """Call once a task has finished (done, failed or stopped), inside or outside a transaction."""
-    from . import tasks  # the jobs module imports the pipeline, which calls this
-
-    session = task.session
-    tasks.extract_task_memory.enqueue(task.pk)
-    target = folding.fold_target(session, completed=task.turn)
-    summary = prompts.latest_summary(session)
-    if target > (summary.through_turn if summary else 0):
-        tasks.fold_session.enqueue(session.pk, target)
 
 
 def catch_up(

@@ -6,14 +6,14 @@ from datetime import datetime, timezone
 from coworkers.providers import get_provider
 from coworkers.providers.offline import NOTHING_YET
 from office.models import Channel, Document
-from sessions import memory, pipeline, services
+from sessions import memory, pipeline, posting, services
 from sessions.models import MemoryItem, Task
 from tests.coworkers.fake_anthropic import Reply, Tool
 
 
 def run(channel: Channel, text: str) -> Task:
     """Post and run a task the way the app does (the job is run here, not in a worker)."""
-    task = pipeline.post_instruction(channel=channel, text=text)
+    task = posting.post_instruction(channel=channel, text=text)
     return pipeline.run_task(task.pk)
 
 

@@ -13,7 +13,7 @@ from coworkers.providers.scripted import CallTools, Reply, ScriptedProvider
 from coworkers.tools import TOOL_SPECS, ToolContext, run_tool
 from office import documents
 from office.models import Channel, Document
-from sessions import pipeline, services
+from sessions import pipeline, posting, services
 from sessions.history import ToolCall
 from sessions.models import MemoryEvent, MemoryItem, Message, Task
 
@@ -380,7 +380,7 @@ def test_a_handoff_in_a_project_channel_lets_the_running_task_finish(office, min
     """The whole loop: the handoff's result is stored after the new task's instruction, in the same session."""
     project = Channel.objects.create(office=office, kind=Channel.Kind.PROJECT, name="launch")
     project.members.set([mina, theo])
-    current = pipeline.post_instruction(channel=project, text="Plan the launch", coworker=mina)
+    current = posting.post_instruction(channel=project, text="Plan the launch", coworker=mina)
     call = ToolCall(id="toolu_1", name="handoff", args={"coworker": "theo", "brief": "Build the landing page."})
     provider = ScriptedProvider([CallTools((call,)), Reply("Theo is on the landing page.")])
 

@@ -229,7 +229,7 @@ def test_the_demo_admin_tunes_a_budget_and_the_next_prompt_uses_it(client, setti
 
     from coworkers.providers.offline import OfflineResponder
     from office.models import Channel
-    from sessions import pipeline
+    from sessions import pipeline, posting
 
     settings.DEBUG = True
     call_command("seed_demo", stdout=open("/dev/null", "w"))
@@ -241,7 +241,7 @@ def test_the_demo_admin_tunes_a_budget_and_the_next_prompt_uses_it(client, setti
 
     assert response.status_code == 302
     mina = Channel.objects.get(kind=Channel.Kind.DIRECT, coworker__slug="mina")
-    task = pipeline.post_instruction(channel=mina, text="What do we know about the launch?", provider=OfflineResponder())
+    task = posting.post_instruction(channel=mina, text="What do we know about the launch?", provider=OfflineResponder())
     done = pipeline.run_task(task.pk, provider=OfflineResponder())
     assert done.prompt_report["layers"]["memory"]["budget"] == 2_500
     assert done.prompt_report["layers"]["recent"]["budget"] == 12_000

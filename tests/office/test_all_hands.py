@@ -10,7 +10,7 @@ from channels.db import database_sync_to_async
 
 from coworkers.providers.scripted import Reply, ScriptedProvider
 from office.models import Channel
-from sessions import pipeline, services
+from sessions import pipeline, posting, services
 from sessions.models import Message, Task
 from tests.office.test_consumer import drain_background, enter, receive_until, sockets  # noqa: F401 (fixtures)
 
@@ -59,7 +59,7 @@ async def test_a_message_nobody_needs_to_answer_ends_done_saying_no_one_had_anyt
 
 
 def test_a_resumed_task_with_nobody_to_answer_says_so_once(all_hands, frames, no_background):
-    task = pipeline.post_instruction(channel=all_hands, text=HEADS_UP)
+    task = posting.post_instruction(channel=all_hands, text=HEADS_UP)
     assert task.responders == [] and task.coworker == ""
 
     pipeline.run_task(task.pk)
@@ -72,7 +72,7 @@ def test_a_resumed_task_with_nobody_to_answer_says_so_once(all_hands, frames, no
 
 
 def test_when_several_answer_each_reply_is_theirs_and_they_are_asked_to_be_brief(all_hands, frames, no_background):
-    task = pipeline.post_instruction(channel=all_hands, text="@mina @theo the launch moved to May 4: anything to flag?")
+    task = posting.post_instruction(channel=all_hands, text="@mina @theo the launch moved to May 4: anything to flag?")
     provider = ScriptedProvider([Reply("Copy needs the new date."), Reply("No blockers from engineering.")])
 
     done = pipeline.run_task(task.pk, provider=provider)
@@ -93,7 +93,7 @@ def test_offline_the_second_to_answer_does_not_repeat_the_first(office, all_hand
     from sessions.models import MemoryItem
 
     MemoryItem.objects.create(office=office, text="The office closes at noon on Friday.", kind="company")
-    task = pipeline.post_instruction(channel=all_hands, text="@mina @theo the office closes on Friday: anything to flag?")
+    task = posting.post_instruction(channel=all_hands, text="@mina @theo the office closes on Friday: anything to flag?")
 
     done = pipeline.run_task(task.pk, provider=OfflineResponder())
 

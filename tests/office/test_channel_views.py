@@ -12,7 +12,7 @@ from coworkers.models import Coworker
 from coworkers.providers.offline import OfflineResponder
 from coworkers.providers.scripted import Reply, ScriptedProvider
 from office.models import Channel
-from sessions import pipeline, services
+from sessions import pipeline, posting, services
 from sessions.models import MemoryItem, Message, Session, Task
 
 NOTES = """## Decisions
@@ -166,7 +166,7 @@ def test_a_message_in_a_new_project_gets_a_reply_from_one_of_its_coworkers(clien
     client.post(reverse("new_project", args=["acme"]), {"name": "Infra", "topic": "", "coworkers": [theo.pk]})
     channel = Channel.objects.get(kind=Channel.Kind.PROJECT)
 
-    task = pipeline.post_instruction(channel=channel, text="What should we do about the slow deploys?", provider=OfflineResponder())
+    task = posting.post_instruction(channel=channel, text="What should we do about the slow deploys?", provider=OfflineResponder())
     done = pipeline.run_task(task.pk, provider=OfflineResponder())
 
     assert done.status == Task.Status.DONE

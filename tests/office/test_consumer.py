@@ -20,7 +20,7 @@ from coworkers.providers.scripted import Reply, ScriptedProvider
 from office import background, events
 from office.asgi import application
 from office.models import ChannelEvent
-from sessions import nudge, pipeline, services
+from sessions import nudge, pipeline, posting, services
 from sessions.models import ContextPolicy, Message, Session, SummaryVersion, Task
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("offline", "fresh_channel_layer")]
@@ -338,7 +338,7 @@ async def test_every_bad_frame_gets_an_error_and_the_socket_stays_open(bob, dire
 
 
 def post(channel, text: str) -> Task:
-    return pipeline.post_instruction(channel=channel, text=text)
+    return posting.post_instruction(channel=channel, text=text)
 
 
 @pytest.mark.asyncio

@@ -8,7 +8,7 @@ from django.db import connections, transaction
 
 from office import events
 from office.models import Channel, ChannelEvent
-from sessions import pipeline, services
+from sessions import posting, services
 from sessions.models import Message
 
 pytestmark = pytest.mark.django_db
@@ -68,7 +68,7 @@ def test_a_message_event_carries_sanitized_html(direct_channel, sent, django_cap
     _, message = services.start_task(session=session, instruction="**Bold** <script>alert(1)</script>")
 
     with django_capture_on_commit_callbacks(execute=True):
-        events.send_event(direct_channel.pk, "message", message=pipeline.message_json(message))
+        events.send_event(direct_channel.pk, "message", message=posting.message_json(message))
 
     frame = sent[0][1]
     assert list(frame) == ["type", "message", "html", "seq"]
@@ -100,9 +100,9 @@ def test_the_session_frame_shows_the_newest_fifty_messages_with_their_seqs(direc
     session = services.get_active_session(channel=direct_channel)
     for turn in range(1, 31):
         task, message = services.start_task(session=session, instruction=f"Instruction {turn}")
-        events.send_event(direct_channel.pk, "message", message=pipeline.message_json(message))
+        events.send_event(direct_channel.pk, "message", message=posting.message_json(message))
         reply = services.append_message(session=session, turn=turn, role=Message.Role.ASSISTANT, content=f"Reply {turn}", coworker="mina")
-        events.send_event(direct_channel.pk, "message", message=pipeline.message_json(reply))
+        events.send_event(direct_channel.pk, "message", message=posting.message_json(reply))
 
     frame = events.session_frame(direct_channel.pk)
 
@@ -123,9 +123,9 @@ def test_the_session_frame_shows_the_newest_fifty_messages_with_their_seqs(direc
 def test_the_session_frame_leaves_out_a_message_whose_event_is_newer_than_its_seq(direct_channel, sent, monkeypatch):
     session = services.get_active_session(channel=direct_channel)
     _, first = services.start_task(session=session, instruction="First")
-    events.send_event(direct_channel.pk, "message", message=pipeline.message_json(first))
+    events.send_event(direct_channel.pk, "message", message=posting.message_json(first))
     _, second = services.start_task(session=session, instruction="Second")
-    events.send_event(direct_channel.pk, "message", message=pipeline.message_json(second))
+    events.send_event(direct_channel.pk, "message", message=posting.message_json(second))
     # The seq is read before the messages: here, before the second message's event existed.
     monkeypatch.setattr(events, "last_seq", lambda channel_id: 1)
 

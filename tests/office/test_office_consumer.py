@@ -17,7 +17,7 @@ from django.db import connections
 from coworkers.providers.scripted import Reply, ScriptedProvider
 from office import events, office_consumer, reading
 from office.models import Channel, ChannelEvent, ChannelQuerySet, Membership
-from sessions import pipeline
+from sessions import pipeline, posting
 from sessions.models import Task
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("offline", "fresh_channel_layer")]
@@ -68,7 +68,7 @@ def enter(sockets):
 
 
 def post(channel: Channel, text: str, coworker) -> Task:
-    return pipeline.post_instruction(channel=channel, text=text, coworker=coworker)
+    return posting.post_instruction(channel=channel, text=text, coworker=coworker)
 
 
 class Gate:

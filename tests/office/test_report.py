@@ -9,7 +9,7 @@ from django.urls import reverse
 
 from coworkers.providers.offline import OfflineResponder
 from office import report_text
-from sessions import nudge, pipeline, services
+from sessions import nudge, pipeline, posting, services
 from sessions.models import MemoryItem, SummaryVersion, Task
 
 
@@ -98,7 +98,7 @@ def report_of(client, task: Task) -> dict:
 
 
 def run(channel, text: str) -> Task:
-    task = pipeline.post_instruction(channel=channel, text=text)
+    task = posting.post_instruction(channel=channel, text=text)
     return pipeline.run_task(task.pk, provider=OfflineResponder())
 
 

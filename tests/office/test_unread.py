@@ -2,7 +2,7 @@
 
 from office import events, reading
 from office.models import ChannelRead
-from sessions import pipeline, services
+from sessions import posting, services
 
 
 def say(channel, role: str, content: str) -> None:
@@ -12,7 +12,7 @@ def say(channel, role: str, content: str) -> None:
     else:
         turn = session.tasks.order_by("-turn").values_list("turn", flat=True).first()
         message = services.append_message(session=session, turn=turn, role=role, content=content, coworker="mina")
-    events.send_event(channel.pk, "message", message=pipeline.message_json(message))
+    events.send_event(channel.pk, "message", message=posting.message_json(message))
 
 
 def test_a_coworkers_reply_is_unread_until_the_channel_is_opened(client, bob, direct_channel, main_channel):

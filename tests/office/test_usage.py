@@ -12,7 +12,7 @@ from coworkers.providers import Completion, Usage
 from coworkers.providers.offline import OfflineResponder
 from coworkers.providers.scripted import ScriptedProvider
 from office.models import Channel
-from sessions import pipeline
+from sessions import pipeline, posting
 from sessions.models import ModelCall
 
 pytestmark = pytest.mark.django_db
@@ -27,7 +27,7 @@ def answer_with(usage: Usage, model: str = "claude-sonnet-4-6") -> ScriptedProvi
 
 
 def run(channel: Channel, text: str, provider) -> None:
-    task = pipeline.post_instruction(channel=channel, text=text, provider=provider)
+    task = posting.post_instruction(channel=channel, text=text, provider=provider)
     pipeline.run_task(task.pk, provider=provider)
 
 

@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from office.consumers import MAX_CLIENT_ID_CHARS, MAX_FRAME_CHARS
-from sessions import pipeline
+from sessions import posting
 from sessions.models import Message, Session, Task
 
 from .conftest import receive_until
@@ -69,8 +69,8 @@ def acts(text: str) -> bool:
         body, client_id = frame.get("text"), frame.get("client_id", "x")
         return (
             isinstance(body, str)
-            and 0 < len(body.strip()) <= pipeline.MAX_INSTRUCTION_CHARS
-            and pipeline.has_visible_text(body)
+            and 0 < len(body.strip()) <= posting.MAX_INSTRUCTION_CHARS
+            and posting.has_visible_text(body)
             and "\x00" not in body
             and not any("\ud800" <= char <= "\udfff" for char in body)
             and isinstance(client_id, str)

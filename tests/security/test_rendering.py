@@ -11,7 +11,7 @@ from django.test import Client
 
 from office import events, markdown, rendering
 from office.models import RenderedMessage
-from sessions import pipeline, services
+from sessions import posting, services
 from sessions.models import Message
 
 from .conftest import assert_inert
@@ -79,7 +79,7 @@ def renders(monkeypatch) -> list[bool]:
 
 @pytest.mark.django_db(transaction=True)
 def test_it_renders_an_instruction_and_a_reply_before_their_transactions_begin(direct_channel, mina, no_background, renders):
-    task = pipeline.post_instruction(channel=direct_channel, text="Draft the **launch** email", coworker=mina)
+    task = posting.post_instruction(channel=direct_channel, text="Draft the **launch** email", coworker=mina)
     services.append_message(session=task.session, turn=task.turn, role=Message.Role.ASSISTANT, content="Done.", coworker="mina")
 
     assert renders == [False, False], "rendered once each, with no transaction (and no SQLite write lock) open"

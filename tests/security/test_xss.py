@@ -10,7 +10,7 @@ from django.test import Client
 from coworkers.models import Coworker
 from coworkers.providers.scripted import CallTools, Reply, ScriptedProvider
 from office.models import Channel, Document
-from sessions import history, nudge, pipeline
+from sessions import history, nudge, pipeline, posting
 from sessions.models import MemoryItem, Session, Task
 
 from .conftest import assert_inert
@@ -57,7 +57,7 @@ def hostile(office, bob, frames, no_background, monkeypatch):
             Reply(MODEL_TEXT),
         ]
     )
-    task = pipeline.post_instruction(channel=direct, text=USER_TEXT, provider=model)
+    task = posting.post_instruction(channel=direct, text=USER_TEXT, provider=model)
     task = pipeline.run_task(task.pk, provider=model)
     assert task.status == Task.Status.DONE, task.error
     assert Document.objects.get(office=office).title == TITLE
@@ -66,7 +66,7 @@ def hostile(office, bob, frames, no_background, monkeypatch):
     ended = Session.objects.get(channel=direct, status=Session.Status.ACTIVE)
     nudge.start_new_conversation(channel=direct)
     # The new session's first instruction is hostile too, so the channel page shows one.
-    pipeline.post_instruction(channel=direct, text=USER_TEXT, coworker=coworker)
+    posting.post_instruction(channel=direct, text=USER_TEXT, coworker=coworker)
     return {"direct": direct, "project": project, "ended": ended, "coworker": coworker, "task": task}
 
 

@@ -12,7 +12,7 @@ from django.core.cache import cache
 from django.db import connection
 from django.utils import timezone
 
-from sessions import memory, services, tasks, upkeep
+from sessions import memory, services, tasks
 from sessions.models import MemoryItem, SummaryVersion, Task
 from tests.conftest import requires_postgres, requires_redis
 from tests.sessions.test_prompts import imported
@@ -36,7 +36,7 @@ def test_after_a_task_the_server_folds_and_remembers_in_the_background(settings,
     task, _ = services.start_task(session=session, instruction="Remember that our launch is on May 4.")
     services.append_message(session=session, turn=task.turn, role="assistant", content="Noted: May 4.", coworker="mina")
 
-    upkeep.after_task(task)  # outside a transaction: the jobs are handed to the pool at once
+    tasks.after_task(task=task)  # outside a transaction: the jobs are handed to the pool at once
 
     assert wait_for(lambda: SummaryVersion.objects.filter(session=session, through_turn=4).exists())
     assert wait_for(lambda: MemoryItem.objects.filter(text__contains="May 4").exists())

@@ -9,7 +9,7 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from sessions import pipeline
+from sessions import posting
 from sessions.models import Task
 
 pytestmark = pytest.mark.django_db
@@ -30,19 +30,19 @@ def finished_without_memory(task: Task, ago: timedelta) -> None:
 
 
 def test_it_sends_a_dropped_memory_extraction_again_with_the_next_instruction_once(direct_channel, frames, extractions):
-    first = pipeline.post_instruction(channel=direct_channel, text="Our trial is 14 days", client_id="c-1")
+    first = posting.post_instruction(channel=direct_channel, text="Our trial is 14 days", client_id="c-1")
     finished_without_memory(first, timedelta(minutes=2))
 
-    pipeline.post_instruction(channel=direct_channel, text="Next one", client_id="c-2")
-    pipeline.post_instruction(channel=direct_channel, text="And another", client_id="c-3")
+    posting.post_instruction(channel=direct_channel, text="Next one", client_id="c-2")
+    posting.post_instruction(channel=direct_channel, text="And another", client_id="c-3")
 
     assert extractions == [first.pk], "sent again once, not at every instruction"
 
 
 def test_it_leaves_a_task_that_just_finished_to_its_own_extraction(direct_channel, frames, extractions):
-    first = pipeline.post_instruction(channel=direct_channel, text="Our trial is 14 days", client_id="c-1")
+    first = posting.post_instruction(channel=direct_channel, text="Our trial is 14 days", client_id="c-1")
     finished_without_memory(first, timedelta(seconds=2))
 
-    pipeline.post_instruction(channel=direct_channel, text="Next one", client_id="c-2")
+    posting.post_instruction(channel=direct_channel, text="Next one", client_id="c-2")
 
     assert extractions == []

@@ -5,7 +5,7 @@ import pytest
 from coworkers.providers.offline import OfflineResponder
 from coworkers.providers.scripted import Reply, ScriptedProvider
 from office.models import Channel
-from sessions import meetings, pipeline, services, summarize
+from sessions import meetings, pipeline, posting, services, summarize
 from sessions.models import MemoryEvent, MemoryItem, Message, Task
 
 NOTES = """## Decisions
@@ -95,9 +95,9 @@ def test_closing_a_meeting_twice_starts_and_remembers_nothing_twice(office, mina
 
 @pytest.mark.parametrize("who", [[], ["one"]])
 def test_a_meeting_needs_two_participants_and_an_agenda(office, mina, who, frames, no_background):
-    with pytest.raises(pipeline.InstructionRejected):
+    with pytest.raises(posting.InstructionRejected):
         meetings.start_meeting(office=office, title="Solo", agenda="x", participants=[mina] if who else [])
-    with pytest.raises(pipeline.InstructionRejected):
+    with pytest.raises(posting.InstructionRejected):
         meetings.start_meeting(office=office, title="No agenda", agenda=" ", participants=[mina, mina])
 
 

@@ -10,7 +10,7 @@ from coworkers.providers.scripted import CallTools, Fail, Reply, ScriptedProvide
 from coworkers.routing import choose_responders, mentioned_slugs
 from coworkers.providers.offline import OfflineResponder
 from office.models import Channel
-from sessions import pipeline, services
+from sessions import pipeline, posting, services
 from sessions.history import ToolCall, find_faults, rebuild_messages
 from sessions.models import Message, Task
 
@@ -20,7 +20,7 @@ def roles(task: Task) -> list[str]:
 
 
 def test_the_instruction_is_stored_before_any_model_is_called(direct_channel, frames, no_background):
-    task = pipeline.post_instruction(channel=direct_channel, text="Draft the launch email", provider=ScriptedProvider([]))
+    task = posting.post_instruction(channel=direct_channel, text="Draft the launch email", provider=ScriptedProvider([]))
 
     assert task.status == Task.Status.QUEUED and task.coworker == "mina"
     assert roles(task) == ["user"]
@@ -30,7 +30,7 @@ def test_the_instruction_is_stored_before_any_model_is_called(direct_channel, fr
 
 
 def test_a_reply_streams_in_batched_deltas_and_is_stored(direct_channel, frames, no_background):
-    task = pipeline.post_instruction(channel=direct_channel, text="Draft the launch email")
+    task = posting.post_instruction(channel=direct_channel, text="Draft the launch email")
     reply = "Here is a draft. " * 40
     provider = ScriptedProvider([Reply(reply, chunk_size=4)])
 
@@ -47,7 +47,7 @@ def test_a_reply_streams_in_batched_deltas_and_is_stored(direct_channel, frames,
 
 
 def test_a_tool_call_runs_and_its_result_is_stored_before_the_answer(office, direct_channel, frames, no_background):
-    task = pipeline.post_instruction(channel=direct_channel, text="Save the tagline as a draft")
+    task = posting.post_instruction(channel=direct_channel, text="Save the tagline as a draft")
     call = ToolCall(id="toolu_1", name="write_document", args={"title": "Tagline", "content": "Plan less, do more."})
     provider = ScriptedProvider([CallTools((call,)), Reply("Saved it as “Tagline”.")])
 
@@ -64,7 +64,7 @@ def test_a_tool_call_runs_and_its_result_is_stored_before_the_answer(office, dir
 
 
 def test_a_failing_tool_comes_back_to_the_model_as_an_error_not_a_crash(direct_channel, frames, no_background):
-    task = pipeline.post_instruction(channel=direct_channel, text="Read the roadmap")
+    task = posting.post_instruction(channel=direct_channel, text="Read the roadmap")
     call = ToolCall(id="toolu_1", name="read_document", args={"title": "Roadmap that does not exist"})
     provider = ScriptedProvider([CallTools((call,)), Reply("I could not find it.")])
 
@@ -77,7 +77,7 @@ def test_a_failing_tool_comes_back_to_the_model_as_an_error_not_a_crash(direct_c
 
 
 def test_stop_ends_the_work_on_the_server_and_keeps_what_was_said(direct_channel, frames, no_background):
-    task = pipeline.post_instruction(channel=direct_channel, text="Write a long essay")
+    task = posting.post_instruction(channel=direct_channel, text="Write a long essay")
 
     def start_then_get_stopped(request):
         assert pipeline.request_stop(Task.objects.get(pk=task.pk))
@@ -91,7 +91,7 @@ def test_stop_ends_the_work_on_the_server_and_keeps_what_was_said(direct_channel
 
 
 def test_a_model_failure_fails_the_task_with_a_message_the_user_understands(direct_channel, frames, no_background):
-    task = pipeline.post_instruction(channel=direct_channel, text="Hello")
+    task = posting.post_instruction(channel=direct_channel, text="Hello")
     failure = ProviderError("Claude is overloaded right now. Try again shortly.", retryable=True)
 
     done = pipeline.run_task(task.pk, provider=ScriptedProvider([Fail(failure)]))
@@ -102,7 +102,7 @@ def test_a_model_failure_fails_the_task_with_a_message_the_user_understands(dire
 
 
 def test_the_partial_reply_of_a_broken_stream_is_kept(direct_channel, frames, no_background):
-    task = pipeline.post_instruction(channel=direct_channel, text="Hello")
+    task = posting.post_instruction(channel=direct_channel, text="Hello")
     broken = ProviderError("Could not reach Claude.", retryable=True)
     broken.partial_text = "Here is the start of"
 
@@ -113,8 +113,8 @@ def test_the_partial_reply_of_a_broken_stream_is_kept(direct_channel, frames, no
 
 
 def test_a_resend_with_the_same_client_id_is_the_same_task(direct_channel, frames, no_background):
-    first = pipeline.post_instruction(channel=direct_channel, text="Hi", client_id="c-1")
-    again = pipeline.post_instruction(channel=direct_channel, text="Hi", client_id="c-1")
+    first = posting.post_instruction(channel=direct_channel, text="Hi", client_id="c-1")
+    again = posting.post_instruction(channel=direct_channel, text="Hi", client_id="c-1")
 
     assert again.pk == first.pk
     assert Task.objects.count() == 1 and Message.objects.count() == 1
@@ -122,14 +122,14 @@ def test_a_resend_with_the_same_client_id_is_the_same_task(direct_channel, frame
 
 @pytest.mark.parametrize("text, code", [("   ", "empty"), ("x" * 20_001, "too_long")])
 def test_bad_instructions_are_refused_with_a_code(direct_channel, frames, no_background, text, code):
-    with pytest.raises(pipeline.InstructionRejected) as refused:
-        pipeline.post_instruction(channel=direct_channel, text=text)
+    with pytest.raises(posting.InstructionRejected) as refused:
+        posting.post_instruction(channel=direct_channel, text=text)
     assert refused.value.code == code
     assert not Task.objects.exists()
 
 
 def test_a_second_delivery_leaves_a_live_task_to_its_worker_and_a_done_one_alone(direct_channel, frames, no_background):
-    task = pipeline.post_instruction(channel=direct_channel, text="Hi")
+    task = posting.post_instruction(channel=direct_channel, text="Hi")
     assert pipeline.claim(task.pk) is not None
 
     with pytest.raises(pipeline.TaskBusy):
@@ -140,7 +140,7 @@ def test_a_second_delivery_leaves_a_live_task_to_its_worker_and_a_done_one_alone
 
 
 def test_a_task_whose_worker_died_is_resumed_and_its_interrupted_tool_call_repaired(direct_channel, frames, no_background):
-    task = pipeline.post_instruction(channel=direct_channel, text="Check the numbers")
+    task = posting.post_instruction(channel=direct_channel, text="Check the numbers")
     pipeline.claim(task.pk)
     call = ToolCall(id="toolu_1", name="list_documents", args={})
     services.append_message(session=task.session, turn=1, role="assistant", tool_calls=[call], coworker="mina")
@@ -177,9 +177,9 @@ def test_in_all_hands_nobody_has_to_answer(office, mina, theo):
 
 
 def test_a_second_instruction_waits_for_the_first_and_both_finish_in_order(direct_channel, frames, no_background):
-    first = pipeline.post_instruction(channel=direct_channel, text="Draft the email")
+    first = posting.post_instruction(channel=direct_channel, text="Draft the email")
     pipeline.claim(first.pk)
-    second = pipeline.post_instruction(channel=direct_channel, text="And a subject line")
+    second = posting.post_instruction(channel=direct_channel, text="And a subject line")
 
     with pytest.raises(pipeline.TaskBusy):
         pipeline.claim(second.pk)
@@ -195,12 +195,12 @@ def test_a_task_abandoned_by_a_restarted_server_is_sent_again_with_the_next_inst
     direct_channel, frames, no_background, settings
 ):
     settings.BACKGROUND_WORK = "inprocess"  # the embedded runner (with Celery, beat's sweeper re-sends)
-    first = pipeline.post_instruction(channel=direct_channel, text="Draft the email")
+    first = posting.post_instruction(channel=direct_channel, text="Draft the email")
     pipeline.claim(first.pk)
     Task.objects.filter(pk=first.pk).update(lease_until=timezone.now() - timedelta(seconds=5))  # the server died
     no_background.clear()
 
-    second = pipeline.post_instruction(channel=direct_channel, text="And a subject line")
+    second = posting.post_instruction(channel=direct_channel, text="And a subject line")
 
     assert no_background == [first.pk, second.pk]
 
@@ -209,7 +209,7 @@ def test_a_long_stream_keeps_renewing_its_lease_so_no_second_worker_takes_the_ta
     direct_channel, frames, no_background, settings
 ):
     settings.TASK_LEASE_SECONDS = 1  # renewed every third of it while streaming
-    task = pipeline.post_instruction(channel=direct_channel, text="Write the long report")
+    task = posting.post_instruction(channel=direct_channel, text="Write the long report")
     second_delivery = []
 
     # A 2.5 s stream, far past the 1 s lease; half way through, another delivery arrives.
@@ -237,7 +237,7 @@ def test_a_long_stream_keeps_renewing_its_lease_so_no_second_worker_takes_the_ta
 
 
 def test_an_attempt_that_was_taken_over_stores_and_finishes_nothing(direct_channel, frames, no_background):
-    task = pipeline.post_instruction(channel=direct_channel, text="Summarize the week")
+    task = posting.post_instruction(channel=direct_channel, text="Summarize the week")
 
     def taken_over_while_streaming(request):
         # This worker stalled past its lease and another delivery claimed the task (attempt 2).

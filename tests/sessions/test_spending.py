@@ -10,7 +10,7 @@ from django.utils import timezone
 from coworkers.providers import Completion, Usage
 from coworkers.providers.offline import OfflineResponder
 from coworkers.providers.scripted import Reply, ScriptedProvider
-from sessions import pipeline, services, spending
+from sessions import pipeline, posting, services, spending
 from sessions.models import Message, ModelCall, Task
 
 pytestmark = pytest.mark.django_db
@@ -21,7 +21,7 @@ CACHED = Usage(input_tokens=10_000, cache_read_tokens=30_000, output_tokens=2_00
 
 def spend(channel, text="Draft the launch email") -> Task:
     provider = ScriptedProvider([lambda request: Completion(text="Done.", usage=CACHED, model="claude-sonnet-4-6")])
-    task = pipeline.post_instruction(channel=channel, text=text, provider=provider)
+    task = posting.post_instruction(channel=channel, text=text, provider=provider)
     return pipeline.run_task(task.pk, provider=provider)
 
 
@@ -35,7 +35,7 @@ def test_a_coworker_over_the_limit_says_so_and_the_model_is_not_called(direct_ch
     mina.save()
     untouched = ScriptedProvider([])  # any model call would fail the test: the script has no steps
 
-    task = pipeline.post_instruction(channel=direct_channel, text="One more email, please", provider=untouched)
+    task = posting.post_instruction(channel=direct_channel, text="One more email, please", provider=untouched)
     done = pipeline.run_task(task.pk, provider=untouched)
 
     assert untouched.requests == []
@@ -78,7 +78,7 @@ def test_only_the_coworker_over_the_limit_stays_quiet(main_channel, mina, theo, 
     mina.save()
     provider = ScriptedProvider([Reply("Deploy is green.")])
 
-    task = pipeline.post_instruction(channel=main_channel, text="@mina @theo status?", provider=provider)
+    task = posting.post_instruction(channel=main_channel, text="@mina @theo status?", provider=provider)
     done = pipeline.run_task(task.pk, provider=provider)
 
     assert done.status == Task.Status.DONE
@@ -91,7 +91,7 @@ def test_offline_work_costs_nothing_and_never_reaches_a_limit(direct_channel, mi
     mina.save()
 
     for text in ("Any news on the launch?", "What did we decide?"):
-        task = pipeline.post_instruction(channel=direct_channel, text=text, provider=OfflineResponder())
+        task = posting.post_instruction(channel=direct_channel, text=text, provider=OfflineResponder())
         pipeline.run_task(task.pk, provider=OfflineResponder())
 
     calls = ModelCall.objects.filter(coworker=mina)

@@ -1,0 +1,149 @@
+"""Posting: an instruction or a message is stored, then shown to the channel.
+
+post_instruction validates an instruction, stores it as a new task of the channel's
+active session, shows it and sends `instruction_stored`, from which the jobs module
+(sessions.tasks) starts the work. post_message stores one message of a task and shows
+it. The runner (sessions.pipeline), the tools (coworkers.tools) and meetings
+(sessions.meetings) all post through here, and this module imports none of them: see
+docs/architecture.md, "Layers".
+"""
+
+from __future__ import annotations
+
+import logging
+import unicodedata
+from collections.abc import Callable
+
+from django.db import IntegrityError, transaction
+from django.dispatch import Signal
+
+from coworkers.models import Coworker
+from coworkers.providers import Provider, get_provider
+from coworkers.routing import choose_responders
+from office import events, rendering
+from office.models import Channel
+
+from . import services
+from .jsonl import record_to_dict
+from .models import Message, Task
+
+log = logging.getLogger(__name__)
+
+MAX_INSTRUCTION_CHARS = 20_000
+
+# Sent inside the transaction that stores a new instruction, with its `task` and `language`. The
+# jobs module (sessions.tasks) starts the work from it, enqueued for after the commit: posting sits
+# below the runner, which posts too, so it cannot import the job that runs the runner.
+instruction_stored = Signal()
+
+
+class InstructionRejected(ValueError):
+    def __init__(self, code: str, detail: str) -> None:
+        super().__init__(detail)
+        self.code = code
+        self.detail = detail
+
+
+def post_instruction(
+    *,
+    channel: Channel,
+    text: str,
+    client_id: str = "",
+    coworker: Coworker | None = None,
+    origin: dict | None = None,
+    handed_off_from: Task | None = None,
+    provider: Provider | None = None,
+    language: str = "en",
+    admit: Callable[[], None] | None = None,
+) -> Task:
+    """Store an instruction as a new task of the channel's active session, show it, and announce it
+    (`instruction_stored`), which starts the work.
+
+    A resend with the same `client_id` returns the task it already created. `language`
+    is the one the long-conversation nudge is shown in, if this task makes it due.
+    `admit` is called once the instruction is known to be new, before anything is
+    stored; it may raise to refuse it (the sender's rate limit: a resend costs nothing).
+    """
+    text = text.strip()
+    if not text:
+        raise InstructionRejected("empty", "An instruction needs some text.")
+    if not has_visible_text(text):
+        # Zero-width spaces, joiners, BOMs…: nothing a coworker (or the person reading later) can see.
+        raise InstructionRejected("invalid", "An instruction needs some visible text.")
+    if len(text) > MAX_INSTRUCTION_CHARS:
+        raise InstructionRejected("too_long", f"An instruction can be at most {MAX_INSTRUCTION_CHARS:,} characters.")
+    client_id = client_id[:64]
+    if client_id and (existing := Task.objects.filter(session__channel=channel, client_id=client_id).first()):
+        return same_instruction(existing, text)
+    if admit is not None:
+        admit()
+    responders = [coworker] if coworker else choose_responders(channel, text, provider or get_provider())
+    html = rendering.render(text)  # before the transaction: rendering must hold no lock
+    try:
+        with transaction.atomic():
+            session = services.get_active_session(channel=channel)
+            task, message = services.start_task(
+                session=session,
+                instruction=text,
+                html=html,
+                coworker=responders[0].slug if responders else "",
+                responders=[c.slug for c in responders],
+                client_id=client_id,
+                origin=origin or {},
+                handed_off_from=handed_off_from,
+            )
+            events.send_event(channel.pk, "message", message=message_json(message))
+            events.send_event(channel.pk, "task", **task_json(task))
+            instruction_stored.send(sender=Task, task=task, language=language)
+        log.info("task %s (session %s, turn %s) stored in channel %s", task.pk, session.pk, task.turn, channel.pk)
+    except IntegrityError:
+        # The same client_id raced in from another connection: that task is the one.
+        existing = Task.objects.filter(session__channel=channel, client_id=client_id).first() if client_id else None
+        if existing is None:
+            raise
+        return same_instruction(existing, text)
+    return task
+
+
+def has_visible_text(text: str) -> bool:
+    """Anything but whitespace and invisible format characters (Unicode category Cf: zero-width
+    space and joiners, word joiner, BOM, direction marks)."""
+    return any(not char.isspace() and unicodedata.category(char) != "Cf" for char in text)
+
+
+def same_instruction(existing: Task, text: str) -> Task:
+    """A resend is the same task only if it says the same thing: a client_id reused for other words
+    is a client bug, and acknowledging it with the old task would silently drop the new words."""
+    if instruction_of(existing).strip() != text:
+        raise InstructionRejected(
+            "conflict", "This client_id was already used for another instruction, so this one was not sent."
+        )
+    return existing
+
+
+def instruction_of(task: Task) -> str:
+    return (
+        services.task_messages(task.session, turn=task.turn)
+        .filter(role=Message.Role.USER)
+        .values_list("content", flat=True)
+        .first()
+    ) or ""
+
+
+def post_message(*, session, turn: int, role: str, content: str = "", **fields) -> Message:
+    """Store one message of a task (services.append_message: `fields` are its tool calls, tool call
+    id, coworker and HTML) and show it to the channel."""
+    message = services.append_message(session=session, turn=turn, role=role, content=content, **fields)
+    events.send_event(session.channel_id, "message", message=message_json(message))
+    return message
+
+
+# Event payloads ---------------------------------------------------------------------
+
+
+def message_json(message: Message) -> dict:
+    return record_to_dict(services.record_from_row(message))
+
+
+def task_json(task: Task) -> dict:
+    return {"id": task.pk, "turn": task.turn, "status": task.status, "error": task.error, "coworker": task.coworker}
