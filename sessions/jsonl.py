@@ -55,10 +55,16 @@ def record_to_dict(record: Record) -> dict[str, Any]:
     return data
 
 
+# Characters other readers take for a line break (Python's str.splitlines, editors, JavaScript)
+# that json leaves raw with ensure_ascii=False: escaped, so a record is one line for them too.
+_OTHER_LINE_BREAKS = str.maketrans({"\x85": "\\u0085", "\u2028": "\\u2028", "\u2029": "\\u2029"})
+
+
 def dumps_record(record: Record) -> str:
-    # ensure_ascii=False keeps Chinese text readable; json still escapes \n and
-    # \r inside strings, so a record is always exactly one line.
-    return json.dumps(record_to_dict(record), ensure_ascii=False, separators=(",", ":"))
+    # ensure_ascii=False keeps Chinese text readable; json still escapes \n, \r and the
+    # other control characters inside strings, so a record is always exactly one line.
+    line = json.dumps(record_to_dict(record), ensure_ascii=False, separators=(",", ":"))
+    return line.translate(_OTHER_LINE_BREAKS)
 
 
 def dump_records(records: Iterable[Record]) -> str:

@@ -9,7 +9,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from office.models import Channel
-from sessions import pipeline
+from sessions import pipeline, posting
 from sessions.models import ContextPolicy, ModelCall, Task
 from tests.coworkers.fake_anthropic import Reply
 
@@ -18,7 +18,7 @@ FIVE_MINUTES = {"type": "ephemeral"}
 
 
 def run(channel: Channel, text: str) -> Task:
-    task = pipeline.post_instruction(channel=channel, text=text)
+    task = posting.post_instruction(channel=channel, text=text)
     return pipeline.run_task(task.pk)
 
 

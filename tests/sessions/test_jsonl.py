@@ -100,6 +100,15 @@ def test_it_reads_back_exactly_what_it_wrote(written):
     assert parsed.skipped_lines == ()
 
 
+@settings(suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(records(), min_size=1, max_size=4))
+def test_a_record_is_one_line_for_any_reader_even_those_that_split_on_unicode_line_breaks(written):
+    text = dump_records(written)
+
+    assert len(text.splitlines()) == len(written), "U+0085, U+2028 and U+2029 are escaped, not written raw"
+    assert parse_jsonl(text).records == tuple(written)
+
+
 def test_it_skips_and_reports_a_last_line_cut_off_at_any_byte():
     data = dump_records(SESSION).encode()
     last_line_start = data.rindex(b"\n", 0, -1) + 1
