@@ -24,6 +24,9 @@ CACHE_WRITE = 1.25
 
 # Where a planted fact can be found; "missing" when no layer holds it.
 LOCATIONS = ("memory", "summary", "recent", "recalled", "missing")
+# The layers a strategy's budgets cover (memory_chars, summary_chars, detailed_chars, recall_chars):
+# the system layer and the current task are outside them.
+BUDGETED_LAYERS = ("memory", "summary", "recent", "recalled")
 
 
 @dataclass
@@ -40,6 +43,10 @@ class Request:
     folded: bool = False
     # Anything a strategy wants recorded beside the numbers (e.g. the app builder's report).
     details: dict = field(default_factory=dict)
+    # What the strategy's layer budgets cover, counted as it counts them, when that is not the
+    # budgeted layers' text as rendered here (the app's builder counts the messages it sends,
+    # not the role prefixes and blank lines this rendering adds to them).
+    budgeted_chars: int | None = None
 
     @cached_property
     def text(self) -> str:
@@ -51,6 +58,13 @@ class Request:
     @property
     def chars(self) -> int:
         return len(self.text)
+
+    @property
+    def budgeted(self) -> int:
+        """The characters the layer budgets cover: the strategy's own count, or the budgeted layers' text."""
+        if self.budgeted_chars is not None:
+            return self.budgeted_chars
+        return sum(len(self.layers.get(name) or "") for name in BUDGETED_LAYERS)
 
 
 def common_prefix_chars(a: str, b: str) -> int:

@@ -87,7 +87,7 @@ class BuilderStrategy:
         fold = (prompt.report["summarized_through"], prompt.report["fold_through"])
         folded = fold[0] != self.summarized[0] or fold[1] != self.summarized[1]
         self.summarized = fold
-        return Request(layers=layers_of(prompt), build_seconds=build_seconds, folded=folded, details={"report": prompt.report})
+        return request_of(prompt, build_seconds=build_seconds, folded=folded)
 
     def _store(self, turn: int, upto: int | None = None) -> None:
         """Store the task's records up to `upto` (all when None) that are not stored yet."""
@@ -119,25 +119,54 @@ class BuilderStrategy:
         self.office.delete()
 
 
+def request_of(prompt: context.Prompt, *, build_seconds: float = 0.0, folded: bool = False) -> Request:
+    """A built prompt as the benchmark measures it: its layers, and what its layer budgets cover."""
+    return Request(
+        layers=layers_of(prompt),
+        build_seconds=build_seconds,
+        folded=folded,
+        details={"report": prompt.report},
+        budgeted_chars=budgeted_chars(prompt),
+    )
+
+
 def layers_of(prompt: context.Prompt) -> dict[str, str]:
     """Name each part of a built prompt the way the benchmark's layers are named."""
-    layers = {"system": "", "memory": "", "summary": "", "recent": "", "recalled": "", "current": ""}
-    for block in prompt.system:
-        if block.startswith(context.MEMORY_HEADER):
-            layers["memory"] = block
-        elif block.startswith(context.SUMMARY_HEADER):
-            layers["summary"] = block
-        else:
-            layers["system"] = block
-    window = prompt.messages[: prompt.window_end + 1]
-    rest = list(prompt.messages[prompt.window_end + 1 :])
-    if rest and _text(rest[0]).startswith(context.RECALL_HEADER):
-        layers["recalled"] = _serialize(rest.pop(0))
+    blocks, window, tail, current = _parts(prompt)
     # Messages are joined as layers are, so a tail or a tool loop that moves into the window
     # reads the same there: the next request begins with the whole previous one.
-    layers["recent"] = SEPARATOR.join(_serialize(m) for m in window)
-    layers["current"] = SEPARATOR.join(_serialize(m) for m in rest)
-    return layers
+    return {
+        **blocks,
+        "recent": SEPARATOR.join(_serialize(m) for m in window),
+        "recalled": _serialize(tail) if tail is not None else "",
+        "current": SEPARATOR.join(_serialize(m) for m in current),
+    }
+
+
+def budgeted_chars(prompt: context.Prompt) -> int:
+    """What the layer budgets cover in a built prompt, counted from what it sends: the memory and
+    summary blocks, and every message before the current task (the window, the tails kept in it
+    and this task's tail), each as its text and tool calls (`context.message_chars`, the builder's
+    measure). Not the role prefixes and blank lines `layers_of` adds: no model is sent those as text."""
+    blocks, window, tail, _ = _parts(prompt)
+    messages = [*window, tail] if tail is not None else window
+    return len(blocks["memory"]) + len(blocks["summary"]) + sum(context.message_chars(m) for m in messages)
+
+
+def _parts(prompt: context.Prompt) -> tuple[dict[str, str], list[BaseMessage], BaseMessage | None, list[BaseMessage]]:
+    """The system blocks by layer, the window's messages, this task's tail (or None), the current task's messages."""
+    blocks = {"system": "", "memory": "", "summary": ""}
+    for block in prompt.system:
+        if block.startswith(context.MEMORY_HEADER):
+            blocks["memory"] = block
+        elif block.startswith(context.SUMMARY_HEADER):
+            blocks["summary"] = block
+        else:
+            blocks["system"] = block
+    window = list(prompt.messages[: prompt.window_end + 1])
+    rest = list(prompt.messages[prompt.window_end + 1 :])
+    tail = rest.pop(0) if rest and _text(rest[0]).startswith(context.RECALL_HEADER) else None
+    return blocks, window, tail, rest
 
 
 def _text(message: BaseMessage) -> str:

@@ -362,10 +362,15 @@ def build_prompt(inputs: PromptInputs) -> Prompt:
     else:
         shown_lines = {line for kept in kept_tails.values() for line in kept.memory}
         fresh_lines = [_memory_line(m) for m in fresh if _memory_line(m) not in shown_lines]
-        # The tasks still to come before the next fold will want recall too: each is set aside
-        # recall_chars of what is free, but never more than half of it.
+        # This tail stays until the next fold, and the tasks still to come before it will join
+        # the window and want tails of their own. So that the tails shown before them stay put,
+        # what is free is set aside first for the window's growth (the window's average task for
+        # each, the whole of its budget while it is empty, never more than its budget leaves),
+        # then recall_chars for each of their tails, but never more than half of what is left.
         to_come = max(policy.detailed_tasks + policy.fold_batch - 1 - len(detailed_turns), 0)
-        free = max(room - len(_tail_text(fresh_lines, [])), 0)
+        unused = max(policy.detailed_chars - recent_chars, 0)
+        average = sum(rendered.sizes[t][FULL] for t in detailed_turns) // len(detailed_turns) if detailed_turns else unused
+        free = max(room - len(_tail_text(fresh_lines, [])) - min(to_come * average, unused), 0)
         recall_room = free - min(to_come * inputs.recall_chars, free // 2) if inputs.recall_chars else 0
         recalled = select_recall(
             inputs.recall,

@@ -561,6 +561,31 @@ def test_a_kept_tail_never_takes_the_request_over_its_budget():
     assert all(whole(p).count("Lakeview Lodge. " * 15) == 1 for p in live.calls)
 
 
+def test_while_recall_fills_the_room_every_tail_stays_in_front_of_its_task_until_the_next_fold():
+    # Recall finds more than any prompt holds, and tasks of the usual size keep joining the
+    # window: each new tail leaves room for them and for their own tails. (No memory is learned.)
+    policy = Policy(detailed_tasks=8, fold_batch=4)
+    live = LiveSession(policy, tool_chars=1_400)
+    live.recall = tuple(
+        RecallCandidate(turn=t, session=7, earlier_session=True, instruction=f"Instruction about pricing {t}", answer="We agreed. " * 36)
+        for t in range(1, 60)
+    )
+    for turn in range(1, 25):
+        live.run_task(turn, during_loop=lambda live: live.memory.clear())
+    budget = policy.memory_chars + policy.summary_chars + policy.detailed_chars + policy.recall_chars
+    firsts = live.calls[::2]
+
+    for before, after in zip(firsts, firsts[1:]):
+        if after.report["plan"]["boundary"] == before.report["plan"]["boundary"]:  # no fold between them
+            shown = [before.report["turn"]] if before.report["tail"]["text"] else []  # a task recall left no room has none
+            assert after.report["layers"]["recent"]["kept_tails"] == before.report["layers"]["recent"]["kept_tails"] + shown
+    for before, after in zip(live.calls, live.calls[1:]):
+        if after.report["plan"]["boundary"] == before.report["plan"]["boundary"]:
+            assert whole(after).startswith(whole(before))
+    assert all(p.report["budget"]["used"] <= budget for p in live.calls)
+    assert sum(p.report["layers"]["recalled"]["chars"] for p in firsts) > 2 * policy.recall_chars * len(firsts)
+
+
 def test_an_old_and_a_new_answer_are_recalled_in_the_order_they_were_given_and_a_kept_tail_is_not_repeated():
     live = LiveSession(Policy(detailed_tasks=8, fold_batch=4))
     live.recall = (
