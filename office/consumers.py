@@ -373,7 +373,9 @@ class ChannelConsumer(StaysJoined):
 # Off the loop: each runs in a thread, through database_sync_to_async or post_off_shared_thread.
 
 
-@database_sync_to_async
+# Off Channels' one shared database thread: it runs on every frame, and under a burst of
+# instructions each check queued there behind every other socket's connect and resync.
+@partial(database_sync_to_async, thread_sensitive=False)
 def member_office(user, channel_id: int) -> int | None:
     """The channel's office, if `user` may see the channel; None for anyone else."""
     if user is None or not user.is_authenticated:

@@ -30,7 +30,7 @@ from coworkers.routing import choose_responders
 from office import background, events, rendering
 from office.models import Channel
 
-from . import context, prompts, services, spending, upkeep
+from . import context, prompts, services, spending, stops, upkeep
 from .models import Message, Task
 
 log = logging.getLogger(__name__)
@@ -479,6 +479,7 @@ class StopCheck:
         self.task_id, self.attempt, self.clock = task_id, attempt, clock
         self.checked_at = self.renewed_at = float("-inf")
         self.stopped = self.superseded = self.interrupted = False
+        self.watched_since = _stop_board.watch(self, task_id)
 
     def __call__(self, *, fresh: bool = False) -> bool:
         if background.leaving():
@@ -486,9 +487,11 @@ class StopCheck:
             self.stopped = self.superseded = self.interrupted = True
         if not self.stopped and (fresh or self.clock() - self.checked_at >= STOP_CHECK_SECONDS):
             self.checked_at = self.clock()
-            row = Task.objects.filter(pk=self.task_id).values("stop_requested_at", "attempts").first()
-            self.superseded = row is None or (self.attempt is not None and row["attempts"] != self.attempt)
-            self.stopped = self.superseded or row["stop_requested_at"] is not None
+            # Fresh (right before storing): this task's row itself. Else the board's read, shared
+            # by every stream of this process (sessions.stops).
+            seen = _read_stops({self.task_id}).get(self.task_id, stops.GONE) if fresh else _stop_board.look(self.task_id, self.watched_since)
+            self.superseded = seen.attempts is None or (self.attempt is not None and seen.attempts != self.attempt)
+            self.stopped = self.superseded or seen.stop_requested
             if not self.stopped and self.clock() - self.renewed_at >= lease().total_seconds() / 3:
                 self.renewed_at = self.clock()
                 renew_lease_of(self.task_id, self.attempt)
@@ -502,6 +505,16 @@ class StopCheck:
         if self.superseded:
             raise Superseded()
         return Task.Status.STOPPED
+
+
+def _read_stops(task_ids: set[int]) -> dict[int, stops.Seen]:
+    rows = Task.objects.filter(pk__in=task_ids).values_list("pk", "stop_requested_at", "attempts")
+    seen = {pk: stops.Seen(stop_requested=requested is not None, attempts=attempts) for pk, requested, attempts in rows}
+    release_connection()
+    return seen
+
+
+_stop_board = stops.Board(every=STOP_CHECK_SECONDS, read=_read_stops)
 
 
 class Superseded(Exception):
