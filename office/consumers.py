@@ -400,17 +400,28 @@ def post_instruction(*, channel_id: int, user_id: int, text: str, client_id: str
         channel = Channel.objects.select_related("office", "coworker").get(pk=channel_id)
         # Counted only for a new instruction: a tab that reconnects and resends its
         # unacknowledged instructions is never refused for it.
-        pipeline.post_instruction(
+        task = pipeline.post_instruction(
             channel=channel,
             text=text,
             client_id=client_id,
             language=language,
             admit=partial(check_instruction_rate, user_id),
         )
-        return events.events_after(channel_id, after, RESYNC_PAGE)
+        return acknowledgement(events.events_after(channel_id, after, RESYNC_PAGE), task.pk)
     finally:
         # A thread of the loop's general pool, not a database thread: it must not keep a connection.
         connections.close_all()
+
+
+def acknowledgement(frames: list[dict], task_id: int) -> list[dict]:
+    """The stored events an instruction is acknowledged with: up to its task's first frame. What
+    the worker stored after that meanwhile (on a busy machine it may have finished the task by
+    the time this is read) reaches the socket through the group, in order with the task's
+    deltas; sent here, it came ahead of them (a reply, then its stream, then a stray bubble)."""
+    for index, frame in enumerate(frames):
+        if frame.get("type") == "task" and frame.get("id") == task_id:
+            return frames[: index + 1]
+    return frames
 
 
 def regenerate_reply(*, channel_id: int, user_id: int, turn: int, language: str, after: int) -> list[dict]:

@@ -257,6 +257,26 @@ def _group_send(group: str, message: dict) -> None:
         async_to_sync(layer.group_send)(group, message)
 
 
+def sent_out(channel_id: int) -> None:
+    """Wait until everything handed to the sender for this channel has reached the channel layer.
+    A stream calls it before its reply is stored: a stored event must never be readable (a
+    socket's catch-up reads the store) while deltas before it are still on their way."""
+    layer = get_channel_layer()
+    if layer is None or isinstance(layer, InMemoryChannelLayer):
+        return  # sent in place, nothing waits
+    loop = _sender_loop()
+    if _on_loop(loop):
+        return
+    try:
+        _GroupSender.of(loop, layer).submit(channel_group(channel_id), BARRIER).result(timeout=10)
+    except Exception:
+        log.exception("deltas to channel %s may still be on their way", channel_id)
+
+
+# Queued like a message, sent as nothing: done once everything before it in its group is sent.
+BARRIER: dict = {}
+
+
 def is_delta(message: dict) -> bool:
     return message.get("type") == LAYER_TYPE and (message.get("event") or {}).get("type") == "delta"
 
@@ -315,7 +335,8 @@ class _GroupSender:
             while queue:
                 message, waiting = queue.popleft()
                 try:
-                    await self.layer.group_send(group, message)
+                    if message is not BARRIER:
+                        await self.layer.group_send(group, message)
                 except Exception as error:
                     for one in waiting:
                         one.set_exception(error)

@@ -324,13 +324,13 @@ def work_as(task: Task, slug: str, provider: Provider) -> str:
         try:
             completion = provider.complete(request, on_text=deltas.push, should_stop=stopped)
         except ProviderError as error:
-            deltas.flush()
+            deltas.finish()
             partial = getattr(error, "partial_text", "")
             if partial.strip() and not stopped.superseded:
                 # Keep what was said before the connection broke; the task then fails clearly.
                 store_reply(task, slug, Completion(text=partial), provider)
             raise
-        deltas.flush()
+        deltas.finish()
         if stopped(fresh=True) and stopped.superseded:
             # Checked right before storing: a stale (or interrupted) attempt adds nothing.
             raise Interrupted() if stopped.interrupted else Superseded()
@@ -544,6 +544,12 @@ class DeltaBatcher:
         self.size += len(text)
         if self.size >= DELTA_CHARS or self.clock() - self.sent_at >= DELTA_SECONDS:
             self.flush()
+
+    def finish(self) -> None:
+        """The stream ended: send the rest, and wait until every delta has gone out, before the
+        reply is stored (events.sent_out)."""
+        self.flush()
+        events.sent_out(self.channel_id)
 
     def flush(self) -> None:
         if self.buffer:

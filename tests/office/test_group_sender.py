@@ -93,3 +93,33 @@ def test_a_failed_send_reaches_whoever_waits_for_it(loop):
     # The group's queue is gone with its failure: the next send starts afresh.
     with pytest.raises(ConnectionError):
         sender.submit("channel-1", stored(2)).result(timeout=5)
+
+
+def test_a_barrier_is_done_once_every_delta_before_it_has_gone_out_and_sends_nothing(loop):
+    from office.events import BARRIER
+
+    layer = SlowLayer()
+    sender = _GroupSender(loop, layer)
+    for n in range(5):
+        sender.submit("channel-1", delta(f"{n}"))
+    barrier = sender.submit("channel-1", BARRIER)
+    assert not barrier.done()  # the deltas are still on their way: the reply must not be stored yet
+    loop.call_soon_threadsafe(layer.gate.set)
+    barrier.result(timeout=5)
+    assert "".join(message["event"]["text"] for _, message in layer.sent) == "01234"
+    assert all(message is not BARRIER for _, message in layer.sent)
+
+
+def test_an_acknowledgement_stops_at_its_task_so_what_follows_comes_in_order_with_the_deltas():
+    from office.consumers import acknowledgement
+
+    frames = [
+        {"type": "message", "message": {"role": "user"}, "seq": 4},
+        {"type": "task", "id": 9, "status": "queued", "seq": 5},
+        {"type": "task", "id": 9, "status": "running", "seq": 6},  # the worker was quicker than the read
+        {"type": "message", "message": {"role": "assistant"}, "seq": 7},
+        {"type": "task", "id": 9, "status": "done", "seq": 8},
+    ]
+    assert [f["seq"] for f in acknowledgement(frames, 9)] == [4, 5]
+    # A resend of a task this socket has seen: everything after it, as before.
+    assert acknowledgement(frames[2:], 3) == frames[2:]
