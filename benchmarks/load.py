@@ -20,6 +20,7 @@ import resource
 import subprocess
 import sys
 import time
+import urllib.parse
 import uuid
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
@@ -41,6 +42,7 @@ from benchmarks.load_stats import (
     stored_events,
 )
 from benchmarks.office_client import ChannelSocket, Credentials, SignInFailed, sign_in
+from benchmarks.processes import Sampler, by_role
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
@@ -76,6 +78,7 @@ class LoadPlan:
     # The clients' first instructions are spread evenly over this many seconds, as people arriving;
     # 0 sends them all in the same instant (a burst no office sees from people).
     ramp: float = 10.0
+    sessions_file: Path | None = None
     run_id: str = field(default_factory=lambda: uuid.uuid4().hex[:8])
 
 
@@ -110,6 +113,34 @@ async def sign_in_all(url: str, accounts: dict[str, Any], clients: int, concurre
                 raise SystemExit(f"{account['username']} could not sign in at {url}: {error}") from None
 
     return list(await asyncio.gather(*(one(account) for account in accounts["accounts"][:clients])))
+
+
+async def signed_in(plan: LoadPlan, accounts: dict[str, Any]) -> list[Credentials]:
+    """Every client's session cookie: from --sessions FILE when it holds this many for this
+    office (a rerun then skips the sign-ins, minutes of password hashing at 500 clients), else
+    through the login form, saved to that file for the next run."""
+    usernames = [account["username"] for account in accounts["accounts"][: plan.clients]]
+    saved = load_sessions(plan.sessions_file, plan.url, usernames)
+    if saved is not None:
+        say(f"{plan.clients} clients signed in already ({plan.sessions_file})")
+        return saved
+    say(f"signing in {plan.clients} clients…")
+    credentials = await sign_in_all(plan.url, accounts, plan.clients, plan.sign_in_concurrency)
+    if plan.sessions_file is not None:
+        plan.sessions_file.write_text(json.dumps(
+            {"url": plan.url, "sessions": {name: c.session_cookie for name, c in zip(usernames, credentials)}}
+        ))
+    return credentials
+
+
+def load_sessions(path: Path | None, url: str, usernames: list[str]) -> list[Credentials] | None:
+    if path is None or not path.exists():
+        return None
+    saved = json.loads(path.read_text())
+    cookies = saved.get("sessions", {})
+    if saved.get("url") != url or any(name not in cookies for name in usernames):
+        return None
+    return [Credentials(base_url=url, session_cookie=cookies[name]) for name in usernames]
 
 
 # One client ----------------------------------------------------------------------------
@@ -169,7 +200,9 @@ async def open_all(credentials: list[Credentials], channels: list[int], *, at_on
                     return await open_socket(c, channel)
                 except (OSError, TimeoutError, websockets.InvalidHandshake, websockets.InvalidMessage) as error:
                     if attempt == attempts:
-                        raise SystemExit(f"could not open channel {channel}'s socket: {error}") from None
+                        raise SystemExit(
+                            f"could not open channel {channel}'s socket: {error} (signed in with an old --sessions file? delete it)"
+                        ) from None
                     retries += 1
             await asyncio.sleep(attempt)
         raise AssertionError("unreachable")
@@ -220,18 +253,19 @@ async def run(plan: LoadPlan, accounts: dict[str, Any]) -> tuple[Report, list[In
     if len(accounts["accounts"]) < plan.clients:
         raise SystemExit(f"{plan.clients} clients need {plan.clients} accounts; there are {len(accounts['accounts'])}")
     channels = [account["channel"] for account in accounts["accounts"][: plan.clients]]
-    say(f"signing in {plan.clients} clients…")
-    credentials = await sign_in_all(plan.url, accounts, plan.clients, plan.sign_in_concurrency)
+    credentials = await signed_in(plan, accounts)
     # Every socket is open before the first instruction, so connecting is not measured.
     opened, open_retries = await open_all(credentials, channels)
     say(f"{plan.clients} sockets open; each sends {plan.instructions} instructions, the next once the previous is done…")
     started_at, cpu_before = datetime.now(timezone.utc), resource.getrusage(resource.RUSAGE_SELF)
     load_samples: list[float] = []
     sampling = asyncio.create_task(sample_load(load_samples))
+    processes = watch_processes(plan.url)
     began = time.perf_counter()
     sent = await asyncio.gather(*(drive(socket, n + 1, plan) for n, (socket, _) in enumerate(opened)))
     seconds = time.perf_counter() - began
     sampling.cancel()
+    usages = processes.stop()
     cpu_after = resource.getrusage(resource.RUSAGE_SELF)
     await asyncio.sleep(1.0)  # time for a late duplicate to show up before the sockets close
     dropped = sum(socket.closed for socket, _ in opened)  # closed by the server, not by us
@@ -279,8 +313,21 @@ async def run(plan: LoadPlan, accounts: dict[str, Any]) -> tuple[Report, list[In
         live_duplicates=sum(duplicates for _, duplicates in outcomes),
         incomplete_replays=sum(not ok for ok in complete),
         conditions=conditions,
+        processes={"by_role": by_role(usages), "each": [asdict(one) for one in usages]},
     )
     return report, items
+
+
+def watch_processes(url: str) -> Sampler:
+    """CPU and memory of the office serving `url` (when it runs on this machine), its database's
+    PostgreSQL backends (this environment's DATABASE_URL), Redis, and this tool, from now on."""
+    parts = urllib.parse.urlsplit(url)
+    port = parts.port or (443 if parts.scheme == "https" else 80)
+    database = urllib.parse.urlsplit(os.environ.get("DATABASE_URL", "")).path.lstrip("/")
+    sampler = Sampler(port=port, database=database).start()
+    if sampler.available and not sampler.roots:
+        say(f"no process of this machine listens on port {port}: only this tool's CPU and memory are reported")
+    return sampler
 
 
 async def sample_load(samples: list[float], every: float = 5.0) -> None:
@@ -322,6 +369,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "--ramp", type=float, default=10.0,
         help="seconds over which the clients' first instructions are spread; 0 sends all at once (default: %(default)s)",
     )
+    parser.add_argument(
+        "--sessions", type=Path,
+        help="keep the clients' session cookies in this file and reuse them on the next run (skips the sign-ins)",
+    )
     parser.add_argument("--ack-timeout", type=float, default=30.0, help="seconds to wait for an acknowledgement (default: %(default)s)")
     parser.add_argument("--done-timeout", type=float, default=300.0, help="seconds to wait for a task to finish (default: %(default)s)")
     parser.add_argument("--results", type=Path, default=RESULTS, help="where the JSON goes (default: benchmarks/results)")
@@ -337,7 +388,7 @@ def main(argv: list[str] | None = None) -> int:
     accounts = json.loads(args.accounts.read_text()) if args.accounts else prepare_accounts(args.clients, args.prefix)
     plan = LoadPlan(
         url=args.url, clients=args.clients, instructions=args.instructions,
-        ack_timeout=args.ack_timeout, done_timeout=args.done_timeout, ramp=args.ramp,
+        ack_timeout=args.ack_timeout, done_timeout=args.done_timeout, ramp=args.ramp, sessions_file=args.sessions,
     )
     report, items = asyncio.run(run(plan, accounts))
     if args.note:

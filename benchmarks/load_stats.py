@@ -35,6 +35,7 @@ class Instruction:
     task: int | None = None
     turn: int | None = None
     error: str = ""  # the code of an `error` frame the server answered it with (e.g. rate_limited)
+    sent_at: float | None = None  # when it was sent, on the tool's clock (for what overlapped what)
     streamed: str = ""  # the deltas of its task, joined
     reply: str | None = None  # the assistant reply delivered live
     # In the final state (the channel's stored events, replayed by resync):
@@ -68,6 +69,7 @@ def follow(item: Instruction, frames: Sequence[dict[str, Any]], arrived: Sequenc
     """Fill in what the frames received after sending `item` (at `sent`) say about it: its
     acknowledgement (the `message` frame carrying its user message), its task (the `task` frames
     of that turn), the first `delta` of that task, the task's end, and its reply."""
+    item.sent_at = sent
     for frame, at in zip(frames, arrived):
         kind = frame.get("type")
         if item.ack is None:
@@ -145,6 +147,44 @@ def summarize(values: Iterable[float | None]) -> dict[str, float | int | None]:
     }
 
 
+def most_at_once(intervals: Iterable[tuple[float, float]]) -> int:
+    """The most intervals (start, end) open at one instant; one that ends as another starts does
+    not overlap it."""
+    moments = sorted((when, step) for start, end in intervals for when, step in ((start, 1), (end, -1)))
+    open_now = most = 0
+    for _, step in moments:  # at equal times the end (-1) sorts first
+        open_now += step
+        most = max(most, open_now)
+    return most
+
+
+def streaming(items: Iterable[Instruction]) -> list[tuple[float, float]]:
+    """Each reply's time on the wire as its person saw it: from its first delta to its end."""
+    return [
+        (item.sent_at + item.first_delta, item.sent_at + item.done)
+        for item in items
+        if item.sent_at is not None and item.first_delta is not None and item.done is not None
+    ]
+
+
+def in_flight(items: Iterable[Instruction]) -> list[tuple[float, float]]:
+    """Each instruction from the moment it was sent to its end."""
+    return [(item.sent_at, item.sent_at + item.done) for item in items if item.sent_at is not None and item.done is not None]
+
+
+def stream_figures(items: Sequence[Instruction]) -> dict[str, float | int | None]:
+    """Concurrency reached, and the pace the replies came at (what the server's paced provider was
+    set to, as measured here: a realistic run streams about 1,000 characters over about 10 s)."""
+    chars = [len(item.reply) for item in items if item.reply]
+    seconds = [end - start for start, end in streaming(items)]
+    return {
+        "most_streaming_at_once": most_at_once(streaming(items)),
+        "most_in_flight_at_once": most_at_once(in_flight(items)),
+        "reply_chars_p50": round(percentile(chars, 50)) if chars else None,
+        "stream_seconds_p50": round(percentile(seconds, 50), 2) if seconds else None,
+    }
+
+
 @dataclass
 class Counts:
     sent: int = 0
@@ -189,6 +229,9 @@ class Report:
     seconds: float  # from the first instruction sent to the last one finished
     throughput: float  # instructions done per second over `seconds`
     conditions: dict[str, Any] = field(default_factory=dict)
+    streams: dict[str, Any] = field(default_factory=dict)  # stream_figures
+    # CPU and memory of each process watched (benchmarks.processes): per role, and per process.
+    processes: dict[str, list[dict]] = field(default_factory=dict)
 
     def as_json(self) -> dict[str, Any]:
         return {**asdict(self), "ok": self.counts.ok}
@@ -203,6 +246,7 @@ def build_report(
     live_duplicates: int = 0,
     incomplete_replays: int = 0,
     conditions: dict[str, Any] | None = None,
+    processes: dict[str, list[dict]] | None = None,
 ) -> Report:
     counts = count(items, live_duplicates=live_duplicates, incomplete_replays=incomplete_replays)
     latency = {measure: summarize(getattr(item, measure) for item in items) for measure in MEASURES}
@@ -214,6 +258,8 @@ def build_report(
         seconds=round(seconds, 2),
         throughput=round(counts.done / seconds, 2) if seconds > 0 else 0.0,
         conditions=conditions or {},
+        streams=stream_figures(items),
+        processes=processes or {},
     )
 
 
@@ -242,7 +288,36 @@ def render(report: Report) -> str:
         f"sent {c.sent}, acknowledged {c.acknowledged}, done {c.done}, failed {c.failed}, rejected {c.rejected}",
         f"lost {c.lost}, duplicated {c.duplicated}, delivered twice live {c.live_duplicates}, "
         f"incomplete replays {c.incomplete_replays}, streams differing from the reply {c.stream_mismatches}",
-        f"{report.seconds:,.1f} s, {report.throughput:.2f} instructions done per second",
-        "OK" if c.ok else "FAILED: something was lost, duplicated, failed or refused",
+        f"{report.seconds:,.1f} s from the first instruction to the last end, {report.throughput:.2f} replies done per second",
     ]
+    streams = report.streams
+    if streams:
+        pace = (
+            f"; replies of {streams['reply_chars_p50']:,} characters streamed over {streams['stream_seconds_p50']:.1f} s (p50)"
+            if streams.get("reply_chars_p50") is not None and streams.get("stream_seconds_p50") is not None else ""
+        )
+        lines.append(
+            f"at most {streams['most_streaming_at_once']} replies streaming at once, "
+            f"{streams['most_in_flight_at_once']} instructions in flight{pace}"
+        )
+    lines += render_processes(report.processes.get("by_role", []))
+    lines.append("OK" if c.ok else "FAILED: something was lost, duplicated, failed or refused")
     return "\n".join(lines)
+
+
+def render_processes(rows: Sequence[dict]) -> list[str]:
+    """The CPU and memory table: one row per kind of process (benchmarks.processes.by_role)."""
+    if not rows:
+        return []
+    lines = [
+        "",
+        f"{'process':<24}{'n':>3}{'CPU s':>9}{'CPU % mean':>12}{'CPU % peak':>12}{'RSS MB each':>13}{'threads':>9}",
+    ]
+    for row in rows:
+        lines.append(
+            f"{row['role']:<24}{row['processes']:>3}{row['cpu_seconds']:>9.1f}{row['cpu_percent_mean']:>12.0f}"
+            f"{row['cpu_percent_peak']:>12.0f}{row['rss_mb_max_per_process']:>13.0f}{row['threads_max']:>9}"
+        )
+    lines.append("(CPU % of one core; mean over the run, summed over a kind's processes; peak of any one process in a 1 s interval)")
+    lines.append("")
+    return lines

@@ -50,6 +50,11 @@ REJOIN_SECONDS = 20
 # Tries to join a group on connect before the handshake is refused.
 JOIN_ATTEMPTS = 3
 _UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
+# The consumer's ORM calls run on the event loop's thread pool, not on Channels' one shared
+# database thread (database_sync_to_async's default): each call is independent and opens its own
+# connection, and on that one thread 500 sockets connecting, checking a frame's sender or closing
+# at once waited behind each other (closing sockets were killed after Daphne's 10 s).
+database_off_shared_thread = partial(database_sync_to_async, thread_sensitive=False)
 
 
 class FrameError(Exception):
@@ -132,7 +137,7 @@ class StaysJoined(AsyncJsonWebsocketConsumer):
         """After each re-join: send what may have been missed meanwhile."""
 
     async def still_member(self) -> bool:
-        return await database_sync_to_async(is_office_member)(self.scope.get("user"), self.office_id)
+        return await database_off_shared_thread(is_office_member)(self.scope.get("user"), self.office_id)
 
     async def membership_revoked(self, message: dict) -> None:
         """From the person's group: one of their memberships ended (None: some membership changed)."""
@@ -165,13 +170,13 @@ class ChannelConsumer(StaysJoined):
         # Join before reading the snapshot: an event committed after the read is then sure to arrive.
         await self.join(events.channel_group(self.channel_id))
         await self.accept()
-        frame = await database_sync_to_async(events.session_frame)(self.channel_id)
+        frame = await database_off_shared_thread(events.session_frame)(self.channel_id)
         # Events up to the snapshot's seq are in it, or the client's resync asks for them.
         self.next_seq = frame["seq"] + 1
         await self.send_json(frame)
         self.start_rejoining()
         try:
-            await database_sync_to_async(nudge.maybe_nudge)(frame["session"]["id"], "entry", self.language)
+            await database_off_shared_thread(nudge.maybe_nudge)(frame["session"]["id"], "entry", self.language)
         except Exception:
             # The nudge is a suggestion; failing to show it must not cost the user the connection.
             log.exception("could not check the nudge on entry to channel %s", self.channel_id)
@@ -180,7 +185,7 @@ class ChannelConsumer(StaysJoined):
         await self.leave()
         if self.group and not self.revoked:
             # What this tab was shown live counts as read (the sidebar's unread counts).
-            await database_sync_to_async(reading.mark_read)(
+            await database_off_shared_thread(reading.mark_read)(
                 user=self.scope.get("user"), channel_id=self.channel_id, seq=self.next_seq - 1
             )
 
@@ -282,7 +287,7 @@ class ChannelConsumer(StaysJoined):
 
     async def on_session_new(self, content: dict) -> None:
         # The new `session` frame reaches every tab through the group, this one included.
-        await database_sync_to_async(start_new_conversation)(self.channel_id, self.scope["user"].pk)
+        await database_off_shared_thread(start_new_conversation)(self.channel_id, self.scope["user"].pk)
 
     async def on_nudge_dismiss(self, content: dict) -> None:
         # "Keep going": nothing to store. The nudge is shown once per session whatever the answer.
@@ -292,7 +297,7 @@ class ChannelConsumer(StaysJoined):
         task_id = content.get("task")
         if not _is_count(task_id):
             raise FrameError("bad_frame", "task.stop needs the task's id.")
-        if not await database_sync_to_async(stop_task)(self.channel_id, task_id):
+        if not await database_off_shared_thread(stop_task)(self.channel_id, task_id):
             raise FrameError("not_found", "There is no such task in this channel.")
 
     async def on_resync(self, content: dict) -> None:
@@ -304,7 +309,7 @@ class ChannelConsumer(StaysJoined):
                 "rate_limited",
                 f"Too many resyncs on this connection; try again in {ratelimit.wait_phrase(self.resyncs.wait())}.",
             )
-        batch = await database_sync_to_async(events.events_after)(self.channel_id, after, RESYNC_MAX_EVENTS + 1)
+        batch = await database_off_shared_thread(events.events_after)(self.channel_id, after, RESYNC_MAX_EVENTS + 1)
         for frame in batch[:RESYNC_MAX_EVENTS]:
             # Sent even if this socket sent it before: the client asked for everything after `after`.
             await self.send_json(frame)
@@ -338,7 +343,7 @@ class ChannelConsumer(StaysJoined):
         if self.revoked:
             return
         await self.send_stored(
-            await database_sync_to_async(events.events_after)(self.channel_id, self.next_seq - 1, RESYNC_PAGE)
+            await database_off_shared_thread(events.events_after)(self.channel_id, self.next_seq - 1, RESYNC_PAGE)
         )
 
     async def send_stored(self, frames: list[dict]) -> None:
@@ -361,7 +366,7 @@ class ChannelConsumer(StaysJoined):
         if seq > self.next_seq:
             # Events from different threads can reach the group out of order, and a full channel
             # drops some. Seqs commit in order, so the missing ones are stored by now: send them first.
-            missing = await database_sync_to_async(events.events_after)(
+            missing = await database_off_shared_thread(events.events_after)(
                 self.channel_id, self.next_seq - 1, seq - self.next_seq
             )
             for earlier in missing:
@@ -370,10 +375,10 @@ class ChannelConsumer(StaysJoined):
         self.next_seq = seq + 1
 
 
-# Off the loop: each runs in a thread, through database_sync_to_async or post_off_shared_thread.
+# Off the loop: each runs in a thread, through database_off_shared_thread or post_off_shared_thread.
 
 
-@database_sync_to_async
+@database_off_shared_thread
 def member_office(user, channel_id: int) -> int | None:
     """The channel's office, if `user` may see the channel; None for anyone else."""
     if user is None or not user.is_authenticated:
@@ -395,17 +400,28 @@ def post_instruction(*, channel_id: int, user_id: int, text: str, client_id: str
         channel = Channel.objects.select_related("office", "coworker").get(pk=channel_id)
         # Counted only for a new instruction: a tab that reconnects and resends its
         # unacknowledged instructions is never refused for it.
-        posting.post_instruction(
+        task = posting.post_instruction(
             channel=channel,
             text=text,
             client_id=client_id,
             language=language,
             admit=partial(check_instruction_rate, user_id),
         )
-        return events.events_after(channel_id, after, RESYNC_PAGE)
+        return acknowledgement(events.events_after(channel_id, after, RESYNC_PAGE), task.pk)
     finally:
         # A thread of the loop's general pool, not a database thread: it must not keep a connection.
         connections.close_all()
+
+
+def acknowledgement(frames: list[dict], task_id: int) -> list[dict]:
+    """The stored events an instruction is acknowledged with: up to its task's first frame. What
+    the worker stored after that meanwhile (on a busy machine it may have finished the task by
+    the time this is read) reaches the socket through the group, in order with the task's
+    deltas; sent here, it came ahead of them (a reply, then its stream, then a stray bubble)."""
+    for index, frame in enumerate(frames):
+        if frame.get("type") == "task" and frame.get("id") == task_id:
+            return frames[: index + 1]
+    return frames
 
 
 def regenerate_reply(*, channel_id: int, user_id: int, turn: int, language: str, after: int) -> list[dict]:

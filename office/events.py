@@ -13,11 +13,14 @@ long-lived loop of the process's own (_sender_loop), which keeps its Redis conne
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import json
 import logging
 import os
 import threading
 import uuid
+from collections import deque
+from functools import partial
 from typing import Any
 
 from asgiref.sync import async_to_sync
@@ -233,14 +236,121 @@ def _group_send(group: str, message: dict) -> None:
         # The server has stopped: every in-memory listener lived on that loop, so nobody can hear
         # this (a reply finishing during shutdown). Not an error.
         return
+    if not in_memory:
+        loop = _sender_loop()
+        if not _on_loop(loop):
+            sent = _GroupSender.of(loop, layer).submit(group, message)
+            if not is_delta(message):
+                # A stored event waits for its turn (and so for every delta sent before it): a
+                # reply's stream then never outlives its task, and a failure reaches the caller.
+                sent.result(timeout=10)
+            return
+        async_to_sync(layer.group_send)(group, message)
+        return
     send = layer.group_send(group, message)
-    loop = _server_loop if in_memory else _sender_loop()
+    loop = _server_loop
     if loop is not None and loop.is_running() and not _on_loop(loop):
         # Wait, so events from one thread arrive in the order they were sent.
         asyncio.run_coroutine_threadsafe(send, loop).result(timeout=10)
     else:
         send.close()
         async_to_sync(layer.group_send)(group, message)
+
+
+def sent_out(channel_id: int) -> None:
+    """Wait until everything handed to the sender for this channel has reached the channel layer.
+    A stream calls it before its reply is stored: a stored event must never be readable (a
+    socket's catch-up reads the store) while deltas before it are still on their way."""
+    layer = get_channel_layer()
+    if layer is None or isinstance(layer, InMemoryChannelLayer):
+        return  # sent in place, nothing waits
+    loop = _sender_loop()
+    if _on_loop(loop):
+        return
+    try:
+        _GroupSender.of(loop, layer).submit(channel_group(channel_id), BARRIER).result(timeout=10)
+    except Exception:
+        log.exception("deltas to channel %s may still be on their way", channel_id)
+
+
+# Queued like a message, sent as nothing: done once everything before it in its group is sent.
+BARRIER: dict = {}
+
+
+def is_delta(message: dict) -> bool:
+    return message.get("type") == LAYER_TYPE and (message.get("event") or {}).get("type") == "delta"
+
+
+def merged_delta(earlier: dict, later: dict) -> dict | None:
+    """One layer message for two deltas of the same task and coworker, in order; None otherwise."""
+    if not (is_delta(earlier) and is_delta(later)):
+        return None
+    first, second = earlier["event"], later["event"]
+    if (first.get("task"), first.get("coworker")) != (second.get("task"), second.get("coworker")):
+        return None
+    return {**earlier, "event": {**first, "text": (first.get("text") or "") + (second.get("text") or "")}}
+
+
+class _GroupSender:
+    """Sends to Redis for every thread of the process, on the sender loop: per group, one message
+    at a time and in the order given, so nobody waits for another channel's round trips; and the
+    deltas that pile up behind a message in flight go as one (a busy machine sends fewer, larger
+    deltas instead of falling behind). A streaming thread hands its delta over and goes on."""
+
+    _instances: dict[int, _GroupSender] = {}
+    _lock = threading.Lock()
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, layer) -> None:
+        self.loop, self.layer = loop, layer
+        self.queues: dict[str, deque] = {}
+
+    @classmethod
+    def of(cls, loop: asyncio.AbstractEventLoop, layer) -> _GroupSender:
+        with cls._lock:
+            sender = cls._instances.get(id(loop))
+            if sender is None or sender.layer is not layer:
+                sender = cls._instances[id(loop)] = cls(loop, layer)
+            return sender
+
+    def submit(self, group: str, message: dict) -> concurrent.futures.Future:
+        done: concurrent.futures.Future = concurrent.futures.Future()
+        done.add_done_callback(partial(_log_failure, group, message))
+        self.loop.call_soon_threadsafe(self._enqueue, group, message, done)
+        return done
+
+    def _enqueue(self, group: str, message: dict, done: concurrent.futures.Future) -> None:
+        queue = self.queues.get(group)
+        if queue is None:
+            queue = self.queues[group] = deque()
+            self.loop.create_task(self._drain(group, queue))
+        if queue:
+            merged = merged_delta(queue[-1][0], message)
+            if merged is not None:
+                queue[-1] = (merged, [*queue[-1][1], done])
+                return
+        queue.append((message, [done]))
+
+    async def _drain(self, group: str, queue: deque) -> None:
+        try:
+            while queue:
+                message, waiting = queue.popleft()
+                try:
+                    if message is not BARRIER:
+                        await self.layer.group_send(group, message)
+                except Exception as error:
+                    for one in waiting:
+                        one.set_exception(error)
+                else:
+                    for one in waiting:
+                        one.set_result(None)
+        finally:
+            del self.queues[group]
+
+
+def _log_failure(group: str, message: dict, done: concurrent.futures.Future) -> None:
+    # Only for deltas (nobody waits on them); a stored event's caller gets the error itself.
+    if done.exception() is not None and is_delta(message):
+        log.warning("could not send a delta to %s: %s", group, done.exception())
 
 
 _sender: tuple[int, asyncio.AbstractEventLoop] | None = None

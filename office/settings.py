@@ -126,8 +126,10 @@ if DATABASE_URL and DATABASE_POOL_SIZE:
         "min_size": 1,
         "max_size": DATABASE_POOL_SIZE,
         # A thread waits at most this long for a connection; past it the request fails as the
-        # database being away (a 503 page, an `unavailable` frame), never a page that hangs.
-        "timeout": 5,
+        # database being away (a 503 page, an `unavailable` frame), never a page that hangs. The
+        # reply worker waits longer (make prod gives it WORKER_DATABASE_POOL_TIMEOUT): a burst of
+        # replies starting at once queues for the pool, and a reply must wait its turn, not fail.
+        "timeout": float(env("DATABASE_POOL_TIMEOUT", "5")),
     }
 elif DATABASE_URL:
     DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=60, conn_health_checks=True)}

@@ -30,7 +30,7 @@ from coworkers.providers import Completion, CompletionRequest, Provider, Provide
 from office import background, events
 from office.models import Channel
 
-from . import context, meetings, prompts, services, spending
+from . import context, meetings, prompts, services, spending, stops
 from .models import Message, Task
 from .posting import instruction_of, post_message, task_json
 
@@ -233,13 +233,13 @@ def work_as(task: Task, slug: str, provider: Provider) -> str:
         try:
             completion = provider.complete(request, on_text=deltas.push, should_stop=stopped)
         except ProviderError as error:
-            deltas.flush()
+            deltas.finish()
             partial = getattr(error, "partial_text", "")
             if partial.strip() and not stopped.superseded:
                 # Keep what was said before the connection broke; the task then fails clearly.
                 store_reply(task, slug, Completion(text=partial), provider)
             raise
-        deltas.flush()
+        deltas.finish()
         if stopped(fresh=True) and stopped.superseded:
             # Checked right before storing: a stale (or interrupted) attempt adds nothing.
             raise Interrupted() if stopped.interrupted else Superseded()
@@ -373,6 +373,7 @@ class StopCheck:
         self.task_id, self.attempt, self.clock = task_id, attempt, clock
         self.checked_at = self.renewed_at = float("-inf")
         self.stopped = self.superseded = self.interrupted = False
+        self.watched_since = _stop_board.watch(self, task_id)
 
     def __call__(self, *, fresh: bool = False) -> bool:
         if background.leaving():
@@ -380,9 +381,11 @@ class StopCheck:
             self.stopped = self.superseded = self.interrupted = True
         if not self.stopped and (fresh or self.clock() - self.checked_at >= STOP_CHECK_SECONDS):
             self.checked_at = self.clock()
-            row = Task.objects.filter(pk=self.task_id).values("stop_requested_at", "attempts").first()
-            self.superseded = row is None or (self.attempt is not None and row["attempts"] != self.attempt)
-            self.stopped = self.superseded or row["stop_requested_at"] is not None
+            # Fresh (right before storing): this task's row itself. Else the board's read, shared
+            # by every stream of this process (sessions.stops).
+            seen = _read_stops({self.task_id}).get(self.task_id, stops.GONE) if fresh else _stop_board.look(self.task_id, self.watched_since)
+            self.superseded = seen.attempts is None or (self.attempt is not None and seen.attempts != self.attempt)
+            self.stopped = self.superseded or seen.stop_requested
             if not self.stopped and self.clock() - self.renewed_at >= lease().total_seconds() / 3:
                 self.renewed_at = self.clock()
                 renew_lease_of(self.task_id, self.attempt)
@@ -396,6 +399,16 @@ class StopCheck:
         if self.superseded:
             raise Superseded()
         return Task.Status.STOPPED
+
+
+def _read_stops(task_ids: set[int]) -> dict[int, stops.Seen]:
+    rows = Task.objects.filter(pk__in=task_ids).values_list("pk", "stop_requested_at", "attempts")
+    seen = {pk: stops.Seen(stop_requested=requested is not None, attempts=attempts) for pk, requested, attempts in rows}
+    release_connection()
+    return seen
+
+
+_stop_board = stops.Board(every=STOP_CHECK_SECONDS, read=_read_stops)
 
 
 class Superseded(Exception):
@@ -425,6 +438,12 @@ class DeltaBatcher:
         self.size += len(text)
         if self.size >= DELTA_CHARS or self.clock() - self.sent_at >= DELTA_SECONDS:
             self.flush()
+
+    def finish(self) -> None:
+        """The stream ended: send the rest, and wait until every delta has gone out, before the
+        reply is stored (events.sent_out)."""
+        self.flush()
+        events.sent_out(self.channel_id)
 
     def flush(self) -> None:
         if self.buffer:

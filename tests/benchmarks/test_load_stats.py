@@ -13,9 +13,13 @@ from benchmarks.load_stats import (
     count,
     count_stored,
     follow,
+    in_flight,
     live_duplicates,
+    most_at_once,
     render,
     stored_events,
+    stream_figures,
+    streaming,
     summarize,
 )
 
@@ -187,3 +191,56 @@ def test_a_stream_that_differs_from_the_stored_reply_is_reported_but_not_a_failu
     count_stored([item], [user(), reply(seq=4)])
     counts = count([item])
     assert counts.stream_mismatches == 1 and counts.ok
+
+
+def test_most_at_once_counts_the_overlap_and_an_end_meeting_a_start_is_not_one():
+    assert most_at_once([]) == 0
+    assert most_at_once([(0, 10), (1, 11), (2, 12)]) == 3
+    assert most_at_once([(0, 1), (1, 2), (2, 3)]) == 1  # one after another, never two at once
+    assert most_at_once([(0, 10), (1, 2), (3, 4), (3.5, 5)]) == 3
+
+
+def timed(client: int, *, sent: float, first_delta: float | None, done: float | None, reply: str | None = "x" * 1000) -> Instruction:
+    item = Instruction(client=client, index=1, client_id=f"c{client}", text="t", sent_at=sent)
+    item.ack, item.first_delta, item.done, item.reply = 0.05, first_delta, done, reply
+    return item
+
+
+def test_streams_run_from_first_delta_to_done_and_in_flight_from_sending_to_done():
+    items = [
+        timed(1, sent=0.0, first_delta=1.0, done=11.0),
+        timed(2, sent=0.0, first_delta=12.0, done=22.0),  # queued behind: sent together, never streamed together
+        timed(3, sent=5.0, first_delta=None, done=None, reply=None),  # never answered: in neither
+    ]
+    assert streaming(items) == [(1.0, 11.0), (12.0, 22.0)]
+    assert in_flight(items) == [(0.0, 11.0), (0.0, 22.0)]
+    figures = stream_figures(items)
+    assert figures["most_streaming_at_once"] == 1
+    assert figures["most_in_flight_at_once"] == 2
+    assert figures["reply_chars_p50"] == 1000
+    assert figures["stream_seconds_p50"] == 10.0  # the pace the paced provider was set to
+
+
+def test_following_an_instruction_notes_when_it_was_sent():
+    assert followed(a_whole_instruction(), sent=42.0).sent_at == 42.0
+
+
+def test_the_table_says_how_many_streamed_at_once_at_what_pace_and_each_process_s_cpu_and_memory():
+    items = [timed(n, sent=0.0, first_delta=1.0 + n / 10, done=11.0 + n / 10) for n in range(1, 4)]
+    for item in items:
+        item.status, item.stored_instructions, item.stored_replies = "done", 1, 1
+    processes = {
+        "by_role": [
+            {"role": "worker (celery)", "processes": 1, "cpu_seconds": 12.5, "cpu_percent_mean": 62.0,
+             "cpu_percent_peak": 98.0, "rss_mb_max_per_process": 310.0, "rss_mb_total": 310.0, "threads_max": 112},
+        ]
+    }
+    report = build_report(items, clients=3, instructions=1, seconds=11.3, processes=processes)
+    table = render(report)
+    assert "at most 3 replies streaming at once, 3 instructions in flight" in table
+    assert "replies of 1,000 characters streamed over 10.0 s (p50)" in table
+    assert "0.27 replies done per second" in table
+    [row] = [line for line in table.splitlines() if line.startswith("worker (celery)")]
+    assert row.split() == ["worker", "(celery)", "1", "12.5", "62", "98", "310", "112"]
+    assert report.as_json()["processes"] == processes
+    assert table.splitlines()[-1] == "OK"

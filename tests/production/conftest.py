@@ -19,8 +19,8 @@ needs_services = pytest.mark.skipif(
 )
 
 # Redis database numbers of their own, so a topology's queues and groups never mix with
-# the test run's (which uses REDIS_URL's own database).
-TOPOLOGY_REDIS_DB = 11
+# the test run's (which uses REDIS_URL's own database); TOPOLOGY_REDIS_DB picks another (several runs on one Redis).
+TOPOLOGY_REDIS_DB = int(os.environ.get("TOPOLOGY_REDIS_DB", "11"))
 
 
 def redis_url_with_db(url: str, db: int) -> str:
