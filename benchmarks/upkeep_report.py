@@ -8,10 +8,7 @@ fold) and whether it folded.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
-from datetime import datetime, timezone
-from pathlib import Path
 
 from benchmarks.metrics import percentile
 
@@ -91,12 +88,3 @@ def format_report(result: dict) -> str:
             f"{late['p50']:.2f} / {late['p95']:.2f} ({catch_up['ratio']['p50']:.2f}× / {catch_up['ratio']['p95']:.2f}×)"
         )
     return "\n".join(lines)
-
-
-def write_results(result: dict, out: str | None, base_dir: Path) -> Path:
-    directory = Path(out) if out else base_dir / "benchmarks" / "results"
-    directory.mkdir(parents=True, exist_ok=True)
-    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
-    path = directory / f"bench_upkeep-{result['database']}-{stamp}.json"
-    path.write_text(json.dumps(result, ensure_ascii=False, indent=1, default=str), encoding="utf-8")
-    return path

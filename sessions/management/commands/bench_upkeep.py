@@ -21,7 +21,8 @@ from django.test.utils import override_settings
 
 from benchmarks import scratch, upkeep_run
 from benchmarks.conversations import generate_conversation
-from benchmarks.upkeep_report import catch_up_stats, evaluate, format_report, window, write_results
+from benchmarks.metrics import write_results
+from benchmarks.upkeep_report import catch_up_stats, evaluate, format_report, window
 from sessions.policy import Policy
 
 DEFAULT_SIZES = "100,10000"
@@ -84,5 +85,5 @@ class Command(BaseCommand):
             text = io.StringIO()
             pstats.Stats(profiler, stream=text).sort_stats("cumulative").print_stats(PROFILE_LINES)
             self.stdout.write(f"\nWhere the upkeep at {size_list[-1]:,} tasks went (cProfile, cumulative):\n{text.getvalue()}")
-        path = write_results(result, out, settings.BASE_DIR)
+        path = write_results(result, out, settings.BASE_DIR, f"bench_upkeep-{database}")
         self.stdout.write(f"\nResults: {path} ({elapsed:.0f} s)")
