@@ -160,7 +160,10 @@ class Message(models.Model):
 
     class Meta:
         ordering = ["session", "position"]
-        indexes = [models.Index(fields=["session", "turn"], name="message_session_turn")]
+        # A task's messages in chain order (services.task_messages): by turn, then position, from
+        # the index itself. With (session, turn) alone, SQLite read one task's messages by walking
+        # the whole session in position order (the unique index), to spare itself a sort.
+        indexes = [models.Index(fields=["session", "turn", "position"], name="message_task_order")]
         constraints = [
             models.UniqueConstraint(fields=["session", "position"], name="one_message_per_chain_position"),
             models.CheckConstraint(
