@@ -8,6 +8,7 @@ fold) and whether it folded.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 
 from benchmarks.metrics import percentile
@@ -64,6 +65,21 @@ def catch_up_stats(folds: Sequence[dict], n_tasks: int, width: int = WINDOW) -> 
     if len(out) == 2:
         out["ratio"] = {q: round(out["late"][q] / max(out["early"][q], 1e-9), 2) for q in ("p50", "p95")}
     return out
+
+
+def slowest_queries(times: Mapping[str, Sequence[float]], n: int = 5) -> list[dict]:
+    """The n statements that took the most time in all, with their p50 and count (the SQL
+    without its column list, and cut short: what it reads and how is in the rest)."""
+    ranked = sorted(times.items(), key=lambda item: -sum(item[1]))[:n]
+    return [{"sql": re.sub(r"^SELECT .*? FROM ", "SELECT … FROM ", sql, flags=re.S)[:200], "p50_ms": round(percentile(ms, 50), 3), "count": len(ms), "total_ms": round(sum(ms), 1)} for sql, ms in ranked]
+
+
+def format_queries(queries: Mapping[int, Sequence[dict]]) -> str:
+    lines = ["\nThe upkeep's slowest statements at each size (p50 ms, times run):"]
+    for size, rows in queries.items():
+        lines.append(f"  {size:,} tasks")
+        lines += [f"    {row['p50_ms']:>8.3f} ms ×{row['count']:<4} {row['sql']}" for row in rows]
+    return "\n".join(lines)
 
 
 def format_report(result: dict) -> str:

@@ -10,12 +10,14 @@ Indexing is timed where it happens, inside storing (search.index_messages).
 
 from __future__ import annotations
 
+import contextlib
 import cProfile
 import re
 import time
 import uuid
 from collections.abc import Sequence
 
+from django.db import connection
 from django.utils import timezone
 
 from benchmarks import scratch
@@ -62,9 +64,11 @@ def measure(
     progress: Progress,
     profile: cProfile.Profile | None = None,
     width: int = WINDOW,
+    query_times: dict[int, dict[str, list[float]]] | None = None,
 ) -> tuple[dict[int, list[dict]], list[dict]]:
     """One row per task of the window around each size (see benchmarks.upkeep_report), the
     largest size's upkeep profiled into `profile`; and the largest size's catch-up, fold by fold.
+    With `query_times`, each size's upkeep queries are timed into it: {size: {SQL: [ms, …]}}.
 
     Each size has its own office and session. The tasks before its window are imported and
     caught up (as import_session does: memory extracted, folded batch by batch), which leaves
@@ -83,7 +87,8 @@ def measure(
         for i in range(width):
             for size in sizes:
                 task_profile = profile if size == max(sizes) else None
-                rows[size].append(_live_task(sessions[size], windows[size][i].records, provider, index_clock, task_profile))
+                queries = query_times.setdefault(size, {}) if query_times is not None else None
+                rows[size].append(_live_task(sessions[size], windows[size][i].records, provider, index_clock, task_profile, queries))
     return rows, catch_ups[max(sizes)].folds
 
 
@@ -126,7 +131,9 @@ def _session_before(conversation, first: int, *, fold_batch: int, clock: _CatchU
     return services.get_active_session(channel=channel)
 
 
-def _live_task(session, records, provider, index_clock: _IndexClock, profile: cProfile.Profile | None) -> dict:
+def _live_task(
+    session, records, provider, index_clock: _IndexClock, profile: cProfile.Profile | None, queries: dict | None
+) -> dict:
     task, _ = services.start_task(session=session, instruction=records[0].content)
     prompt = prompts.build_for_task(session=session, instruction=records[0].content, turn=task.turn)
     Task.objects.filter(pk=task.pk).update(prompt_report=prompt.report)
@@ -139,11 +146,12 @@ def _live_task(session, records, provider, index_clock: _IndexClock, profile: cP
     index_ms = index_clock.read_ms()
     if profile:
         profile.enable()
-    started = time.perf_counter()
-    memory.extract_memory(task_id=task.pk, provider=provider)
-    extracted = time.perf_counter()
-    folded = _fold_if_due(session, completed=task.turn, provider=provider)
-    finished = time.perf_counter()
+    with connection.execute_wrapper(_QueryTimer(queries)) if queries is not None else contextlib.nullcontext():
+        started = time.perf_counter()
+        memory.extract_memory(task_id=task.pk, provider=provider)
+        extracted = time.perf_counter()
+        folded = _fold_if_due(session, completed=task.turn, provider=provider)
+        finished = time.perf_counter()
     if profile:
         profile.disable()
     return {
@@ -153,6 +161,20 @@ def _live_task(session, records, provider, index_clock: _IndexClock, profile: cP
         "fold": round((finished - extracted) * 1000, 3),
         "folded": folded,
     }
+
+
+class _QueryTimer:
+    """Django's execute_wrapper: each statement's milliseconds, by its SQL (parameters apart)."""
+
+    def __init__(self, times: dict[str, list[float]]) -> None:
+        self.times = times
+
+    def __call__(self, execute, sql, params, many, context):
+        started = time.perf_counter()
+        try:
+            return execute(sql, params, many, context)
+        finally:
+            self.times.setdefault(sql, []).append((time.perf_counter() - started) * 1000)
 
 
 def _fold_if_due(session, *, completed: int, provider) -> bool:

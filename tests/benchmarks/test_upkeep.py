@@ -4,7 +4,7 @@ import pytest
 
 from benchmarks import upkeep_run
 from benchmarks.conversations import generate_conversation
-from benchmarks.upkeep_report import GROWTH, catch_up_stats, evaluate, window
+from benchmarks.upkeep_report import GROWTH, catch_up_stats, evaluate, slowest_queries, window
 from sessions.models import Session, SummaryVersion, Task
 
 
@@ -50,3 +50,10 @@ def test_each_size_is_caught_up_then_lived_like_a_live_session():
     assert not lived.filter(prompt_report__isnull=True).exists(), "each lived task keeps its prompt's plan"
     assert not Task.objects.filter(session=session, memory_extracted_at__isnull=True).exists()
     assert SummaryVersion.objects.filter(session=session).order_by("-through_turn").first().through_turn >= 20
+
+
+def test_the_slowest_statements_come_first_and_say_what_they_read():
+    times = {'SELECT "a"."id", "a"."x" FROM "a" WHERE "a"."id" = %s': [1.0, 1.0], "UPDATE b SET x = 1": [5.0]}
+    first, second = slowest_queries(times)
+    assert first == {"sql": "UPDATE b SET x = 1", "p50_ms": 5.0, "count": 1, "total_ms": 5.0}
+    assert second["sql"] == 'SELECT … FROM "a" WHERE "a"."id" = %s' and second["count"] == 2

@@ -22,7 +22,7 @@ from django.test.utils import override_settings
 from benchmarks import scratch, upkeep_run
 from benchmarks.conversations import generate_conversation
 from benchmarks.metrics import write_results
-from benchmarks.upkeep_report import catch_up_stats, evaluate, format_report, window
+from benchmarks.upkeep_report import catch_up_stats, evaluate, format_queries, format_report, slowest_queries, window
 from sessions.policy import Policy
 
 DEFAULT_SIZES = "100,10000"
@@ -44,10 +44,12 @@ class Command(BaseCommand):
                             help="the channel's fold_batch (default: the product's, %(default)s)")
         parser.add_argument("--profile", action="store_true",
                             help="cProfile the upkeep at the largest size and print where its time goes")
+        parser.add_argument("--queries", action="store_true",
+                            help="time each SQL statement of the upkeep and print each size's slowest")
         parser.add_argument("--quick", action="store_true", help=f"sizes {QUICK_SIZES} (a smoke test)")
         parser.add_argument("--out", default=None, help="directory for the JSON results (default benchmarks/results/)")
 
-    def handle(self, *args, sizes: str, language: str, seed: int, fold_batch: int, profile: bool, quick: bool,
+    def handle(self, *args, sizes: str, language: str, seed: int, fold_batch: int, profile: bool, queries: bool, quick: bool,
                out: str | None, **options) -> None:
         try:
             size_list = sorted({int(size) for size in (QUICK_SIZES if quick else sizes).split(",") if size.strip()})
@@ -60,11 +62,13 @@ class Command(BaseCommand):
         started = time.perf_counter()
         conversation = generate_conversation(window(size_list[-1])[1], language=language, seed=seed)
         profiler = cProfile.Profile() if profile else None
+        query_times: dict | None = {} if queries else None
         # As in production: DEBUG's query log (on by default here) costs every query time.
         with override_settings(DEBUG=False), scratch.throwaway_database("bench-upkeep-") as database:
             self.stderr.write(f"{database}: a {conversation.n_tasks:,}-task conversation ({language}), sizes {size_list}")
             rows_by_size, folds = upkeep_run.measure(
-                conversation, size_list, fold_batch=fold_batch, progress=self.stderr.write, profile=profiler
+                conversation, size_list, fold_batch=fold_batch, progress=self.stderr.write, profile=profiler,
+                query_times=query_times,
             )
         elapsed = time.perf_counter() - started
         result = {
@@ -78,9 +82,12 @@ class Command(BaseCommand):
             # Timed one after the other, not in turns: a machine busier at one end than the other shows here.
             "catch_up": catch_up_stats(folds, window(size_list[-1])[0] - 1),
             "catch_up_folds": folds,
+            "slowest_queries": {size: slowest_queries(times) for size, times in (query_times or {}).items()},
             "rows": {str(size): rows for size, rows in rows_by_size.items()},
         }
         self.stdout.write(format_report(result))
+        if query_times:
+            self.stdout.write(format_queries(result["slowest_queries"]))
         if profiler:
             text = io.StringIO()
             pstats.Stats(profiler, stream=text).sort_stats("cumulative").print_stats(PROFILE_LINES)
