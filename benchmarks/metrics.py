@@ -1,15 +1,19 @@
 """What the benchmark measures: a built request, its cacheable prefix, its cost, where a fact sits.
 
-Pure: standard library only (no Django, no sessions, no strategies).
+Pure: standard library only (no Django, no sessions, no strategies); write_results is the one
+place that writes a file.
 """
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
 from functools import cached_property
+from pathlib import Path
 
 # The order a prompt is sent in, most stable first (docs/context.md, "The layers, in order").
 LAYER_ORDER = ("system", "memory", "summary", "recent", "recalled", "current")
@@ -131,3 +135,13 @@ def estimate_tokens(text: str) -> int:
         return 0
     cjk = len(_CJK.findall(text))
     return cjk + math.ceil((len(text) - cjk) / 4)
+
+
+def write_results(result: dict, out: str | None, base_dir: Path, name: str) -> Path:
+    """Write a run's JSON as `name-<UTC time>.json` in `out`, or benchmarks/results/ under base_dir."""
+    directory = Path(out) if out else base_dir / "benchmarks" / "results"
+    directory.mkdir(parents=True, exist_ok=True)
+    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    path = directory / f"{name}-{stamp}.json"
+    path.write_text(json.dumps(result, ensure_ascii=False, indent=1, default=str), encoding="utf-8")
+    return path

@@ -9,15 +9,13 @@ measures whatever recall the product has today.
 from __future__ import annotations
 
 import contextlib
-import os
-import shutil
-import tempfile
 import time
 import uuid
 from collections.abc import Callable, Iterator, Sequence
 
 from django.db import connection
 
+from benchmarks import scratch
 from benchmarks.recall_conversations import Question, RecallConversation
 from coworkers.models import Coworker
 from office.models import Channel, Office
@@ -29,20 +27,11 @@ Progress = Callable[[str], None]
 
 @contextlib.contextmanager
 def throwaway_database() -> Iterator[None]:
-    """A fresh, migrated SQLite file for the run (as the tests get), removed afterwards.
-
-    The benchmark imports thousands of tasks; none of it belongs in a real office's database.
-    """
+    """A fresh, migrated SQLite file for the run, removed afterwards (benchmarks.scratch)."""
     if connection.vendor != "sqlite":
         raise RuntimeError("bench_recall runs on the embedded SQLite default; unset DATABASE_URL")
-    directory = tempfile.mkdtemp(prefix="bench-recall-")
-    connection.settings_dict.setdefault("TEST", {})["NAME"] = os.path.join(directory, "bench.sqlite3")
-    original = connection.creation.create_test_db(verbosity=0, autoclobber=True, serialize=False)
-    try:
+    with scratch.throwaway_database("bench-recall-"):
         yield
-    finally:
-        connection.creation.destroy_test_db(original, verbosity=0)
-        shutil.rmtree(directory, ignore_errors=True)
 
 
 def scratch_channel() -> tuple[Channel, int]:
@@ -71,23 +60,10 @@ def import_layout(
         result = services.import_session(channel=channel, data=jsonl.dump_records(records).encode())
         session, turns = result.session, result.tasks
         if catch_up:
-            upkeep.catch_up(session, progress=_every(200, progress, f"  {layout}: "))
+            upkeep.catch_up(session, progress=scratch.every(200, progress, f"  {layout}: "))
         if len(chunks) > 1 and (i % 5 == 0 or i == len(chunks)):
             progress(f"  {layout}: {i}/{len(chunks)} sessions imported and caught up")
     return session, turns + 1
-
-
-def _every(n: int, progress: Progress, prefix: str) -> Progress:
-    """Pass on every n-th line only: a 10,000-task catch-up folds thousands of times."""
-    count = 0
-
-    def report(line: str) -> None:
-        nonlocal count
-        count += 1
-        if count % n == 0:
-            progress(prefix + line)
-
-    return report
 
 
 def ask(session, turn: int, question: Question):

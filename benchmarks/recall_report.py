@@ -11,10 +11,10 @@ import json
 import logging
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from benchmarks import metrics
 from benchmarks.recall_conversations import KINDS, Question, RecallConversation
 from sessions.history import Record, group_tasks
 
@@ -304,9 +304,4 @@ def format_targets(targets: Iterable[dict]) -> str:
 
 
 def write_results(result: dict, out: str | None, base_dir: Path) -> Path:
-    directory = Path(out) if out else base_dir / "benchmarks" / "results"
-    directory.mkdir(parents=True, exist_ok=True)
-    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
-    path = directory / f"bench_recall-{stamp}.json"
-    path.write_text(json.dumps(result, ensure_ascii=False, indent=1, default=str), encoding="utf-8")
-    return path
+    return metrics.write_results(result, out, base_dir, "bench_recall")

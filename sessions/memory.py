@@ -25,6 +25,9 @@ from .services import record_from_row, task_messages
 log = logging.getLogger(__name__)
 
 SIMILAR_ITEMS = 5
+# A candidate is compared with at most this many items, the most recently changed: what a
+# task is likely to restate or change, at a cost that stops growing with the office's memory.
+KNOWN_ITEMS = 500
 EXTRACTOR = "memory extractor"
 
 EXTRACT_INSTRUCTIONS = """From this task of a work conversation, list the durable facts worth remembering
@@ -60,10 +63,11 @@ def extract_memory(*, task_id: int, provider: Provider | None = None) -> list[Me
     )
     spending.record_call(office_id=channel.office_id, task=task, coworker=coworker, completion=completion, provider=provider)
     candidates = parse_candidates(completion.text)
-    existing = list(MemoryItem.objects.filter(office_id=channel.office_id, active=True).order_by("-updated_at")[:500])
-    known = [extract.Existing(id=item.pk, text=item.text, kind=item.kind) for item in existing]
+    forget = extract.forget_requests(records)
+    # Most tasks give nothing to remember or forget: then the office's memory is not read at all.
+    known = known_items(channel.office_id) if candidates or forget else []
     decisions = [extract.decide(c, most_similar(c.text, known)) for c in candidates]
-    decisions += [extract.match_forget(text, most_similar(text, known)) for text in extract.forget_requests(records)]
+    decisions += [extract.match_forget(text, most_similar(text, known)) for text in forget]
 
     with transaction.atomic():
         claimed = Task.objects.filter(pk=task.pk, memory_extracted_at__isnull=True).update(
@@ -110,6 +114,17 @@ def parse_candidates(text: str) -> list[extract.Candidate]:
         for item in items
         if isinstance(item, dict) and str(item.get("text", "")).strip()
     ]
+
+
+def known_items(office_id: int) -> list[extract.Existing]:
+    """The office's KNOWN_ITEMS most recently changed active items, as plain values (an index
+    keeps them in that order: the read does not sort the office's whole memory)."""
+    rows = (
+        MemoryItem.objects.filter(office_id=office_id, active=True)
+        .order_by("-updated_at")
+        .values_list("pk", "text", "kind")[:KNOWN_ITEMS]
+    )
+    return [extract.Existing(id=pk, text=text, kind=kind) for pk, text, kind in rows]
 
 
 def most_similar(text: str, items: list[extract.Existing]) -> list[extract.Existing]:

@@ -116,6 +116,10 @@ class Task(models.Model):
             models.Index(
                 fields=["finished_at"], name="task_unextracted", condition=Q(memory_extracted_at__isnull=True)
             ),
+            # The latest prompt plan at or before a turn (folding.fold_target, the next prompt's plan):
+            # only tasks that have one, so finding it never walks back over the tasks that have none
+            # (every imported task, one stopped before its first model call).
+            models.Index(fields=["session", "turn"], name="task_planned", condition=Q(prompt_report__isnull=False)),
         ]
 
     def __str__(self) -> str:
@@ -156,7 +160,10 @@ class Message(models.Model):
 
     class Meta:
         ordering = ["session", "position"]
-        indexes = [models.Index(fields=["session", "turn"], name="message_session_turn")]
+        # A task's messages in chain order (services.task_messages): by turn, then position, from
+        # the index itself. With (session, turn) alone, SQLite read one task's messages by walking
+        # the whole session in position order (the unique index), to spare itself a sort.
+        indexes = [models.Index(fields=["session", "turn", "position"], name="message_task_order")]
         constraints = [
             models.UniqueConstraint(fields=["session", "position"], name="one_message_per_chain_position"),
             models.CheckConstraint(
@@ -212,6 +219,11 @@ class MemoryItem(models.Model):
 
     class Meta:
         ordering = ["-pinned", "-updated_at"]
+        indexes = [
+            # An office's active items, most recently changed first (memory extraction compares a
+            # candidate with the latest of them): read in order, without sorting all of them.
+            models.Index(fields=["office", "-updated_at"], name="memory_item_recent", condition=Q(active=True)),
+        ]
         constraints = [
             models.CheckConstraint(
                 condition=Q(scope="office", coworker__isnull=True, channel__isnull=True)

@@ -101,12 +101,21 @@ def tokens(text: str) -> list[str]:
 
 def similarity(a: str, b: str) -> float:
     """Cosine of token counts, in [0, 1]; 0.0 when either side has no tokens."""
-    ca, cb = Counter(tokens(a)), Counter(tokens(b))
+    (ca, na), (cb, nb) = _counts(a), _counts(b)
     if not ca or not cb:
         return 0.0
-    dot = sum(n * cb[t] for t, n in ca.items())
-    norm = math.sqrt(sum(n * n for n in ca.values())) * math.sqrt(sum(n * n for n in cb.values()))
-    return min(1.0, dot / norm)
+    dot = sum(n * cb.get(t, 0) for t, n in ca.items())
+    return min(1.0, dot / (na * nb))
+
+
+# The same short texts are compared again and again: every stored memory item with each new
+# candidate, every bullet of the summary with each new one at every fold. Tokenizing them each
+# time was most of that work, and it grew with the memory and the summary.
+@functools.lru_cache(maxsize=16_384)
+def _counts(text: str) -> tuple[dict[str, int], float]:
+    """A text's token counts and their Euclidean norm. Shared by every caller: never mutate."""
+    counts = dict(Counter(tokens(text)))
+    return counts, math.sqrt(sum(n * n for n in counts.values()))
 
 
 class Index(Generic[K]):

@@ -168,7 +168,7 @@ def task_messages(session: Session, **turns) -> QuerySet[Message]:
     """Messages of some of a session's tasks (`turn=…`, `turn__gt=…`, `turn__in=…`), in chain order.
 
     Ordered by turn, then position: turns never decrease along the chain, so this is
-    the chain's order, and it keeps the database on the (session, turn) index. Ordered
+    the chain's order, and the (session, turn, position) index serves it as it is. Ordered
     by position alone, SQLite reads every message of the session to avoid a sort.
     """
     return Message.objects.filter(session=session, **turns).order_by("turn", "position")

@@ -1,6 +1,8 @@
 """The offline responder's own words never come back as memory or as the summary."""
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
 from coworkers.providers.offline import OfflineResponder
 from sessions import folding, memory, services
@@ -38,3 +40,19 @@ def test_a_fold_of_offline_tasks_keeps_what_people_said_and_leaves_the_replies_o
     assert version.model == "offline"
     assert "$4,000" in version.text
     assert "from memory" not in version.text and "Here's what I have" not in version.text
+
+
+def test_a_task_with_nothing_to_remember_leaves_a_large_memory_unread(direct_channel):
+    # Upkeep that reads the office's whole memory after every task grows with the memory.
+    office = direct_channel.office_id
+    MemoryItem.objects.bulk_create(MemoryItem(office_id=office, text=f"Fact {n} about the launch.", kind="project") for n in range(600))
+    small_talk = answered(direct_channel, provider="claude", turn_text="Thanks, that helps!", reply="Glad to help.")
+    decision = answered(direct_channel, provider="claude", turn_text="We decided the launch moves to May 4.", reply="Noted.")
+
+    with CaptureQueriesContext(connection) as queries:
+        assert memory.extract_memory(task_id=small_talk.pk, provider=OfflineResponder()) == []
+    assert not [q for q in queries if "FROM \"work_sessions_memoryitem\"" in q["sql"]]
+
+    events = memory.extract_memory(task_id=decision.pk, provider=OfflineResponder())
+    assert [event.action for event in events] == ["add"]
+    assert MemoryItem.objects.filter(office_id=office, text__contains="May 4").exists()
