@@ -8,7 +8,7 @@ class Migration(migrations.Migration):
     dependencies = [
         ('coworkers', '0003_coworker_monthly_limit'),
         ('office', '0005_rendered_messages'),
-        ('work_sessions', '0008_model_calls_and_policy_words'),
+        ('work_sessions', '0009_cache_lifetime'),
     ]
 
     operations = [
