@@ -257,6 +257,7 @@ def test_a_member_gets_a_tasks_report_with_its_summary_memory_and_cost(client, b
         "output_tokens": 150,
         "cost_usd": "0.006150",
         "calls": 0,  # the tokens were set on the task here, with no model call recorded
+        "cache_ttl": [],  # so no cache lifetime was asked for either
     }
 
 
