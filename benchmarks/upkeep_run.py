@@ -3,7 +3,7 @@ of it timed, in a throwaway database.
 
 Each task of a window goes the way a live one does: the instruction is stored, its prompt is built (its
 report kept on the task, as the pipeline keeps it; it can ask for an early fold), the rest of
-its records are stored, it finishes, and then the upkeep after_task hands to the jobs runs
+its records are stored, it finishes, and then the upkeep tasks.after_task hands to the jobs runs
 inline, with the offline responder: the memory extraction, and the fold when one is due.
 Indexing is timed where it happens, inside storing (search.index_messages).
 """
@@ -178,9 +178,7 @@ class _QueryTimer:
 
 
 def _fold_if_due(session, *, completed: int, provider) -> bool:
-    """What upkeep.after_task asks and the fold job then does."""
-    target = folding.fold_target(session, completed=completed)
-    summary = prompts.latest_summary(session)
-    if target <= (summary.through_turn if summary else 0):
+    """What tasks.after_task asks and the fold job then does."""
+    if (target := folding.fold_due(session, completed=completed)) is None:
         return False
     return folding.fold_summary(session_id=session.pk, through_turn=target, provider=provider) is not None

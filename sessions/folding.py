@@ -53,6 +53,14 @@ def fold_target(session: Session, *, completed: int) -> int:
     return max(context.batch_boundary(policy, completed=completed, boundary=max(done, asked)), asked, done)
 
 
+def fold_due(session: Session, *, completed: int) -> int | None:
+    """The turn a fold should reach now that `completed` tasks are done, or None when the summary
+    is there already (what a finished task asks before enqueuing a fold)."""
+    target = fold_target(session, completed=completed)
+    summary = latest_summary(session)
+    return target if target > (summary.through_turn if summary else 0) else None
+
+
 def fold_summary(*, session_id: int, through_turn: int, provider: Provider | None = None) -> SummaryVersion | None:
     """Fold tasks up to `through_turn` into the summary. Idempotent: a fold already done returns None."""
     session = Session.objects.select_related("channel", "channel__office").filter(pk=session_id).first()

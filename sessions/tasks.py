@@ -19,7 +19,7 @@ from coworkers.providers import ProviderError
 from office import background
 from office.background import job
 
-from . import folding, memory, nudge, pipeline, posting, prompts
+from . import folding, memory, nudge, pipeline, posting
 from .models import Task
 
 log = logging.getLogger(__name__)
@@ -123,9 +123,6 @@ def start_work(sender=None, *, task: Task, language: str = "en", **signal) -> No
 def after_task(sender=None, *, task: Task, **signal) -> None:
     """A task has finished (done, failed or stopped), inside or outside a transaction: its memory
     extraction, and the fold it makes due."""
-    session = task.session
     extract_task_memory.enqueue(task.pk)
-    target = folding.fold_target(session, completed=task.turn)
-    summary = prompts.latest_summary(session)
-    if target > (summary.through_turn if summary else 0):
-        fold_session.enqueue(session.pk, target)
+    if (target := folding.fold_due(task.session, completed=task.turn)) is not None:
+        fold_session.enqueue(task.session_id, target)
