@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from sessions.history import TaskRecords
@@ -149,19 +150,40 @@ def _subject(text: str) -> set[str]:
     return words
 
 
-_KEEP_VERBS = frozenset("can could will would should might must may did was had made chose went got said sent wrote".split())
+# After "The user" these read as they are: modals, and past forms that do not end in -ed
+# ("I ran into" is "The user ran into", not "rans").
+_KEEP_VERBS = frozenset(
+    """can could will would should might must may shall was were did had made chose went got said sent wrote
+    arose awoke bore beat became began bent bet bit bled blew broke brought built burnt burst bought caught clung
+    came cost crept cut dealt dug dove drew dreamt drank drove ate fell fed felt fought found fled flew forgot
+    forgave froze gave grew hung heard hid hit held hurt kept knelt knew laid led leant leapt learnt left lent let
+    lit lost meant met paid put quit read rode rang rose ran saw sought sold set shook shone shot shrank shut sang
+    sank sat slept slid spoke sped spent spun split spread sprang stood stole stuck struck swore swept swam swung
+    took taught tore told thought threw understood woke wore wept won wound""".split()
+)
+# Negations and colloquial forms with a third-person form of their own; other "n't" words
+# (can't, didn't, won't, wasn't) read as they are.
+_THIRD_PERSON = {"have": "has", "haven't": "hasn't", "don't": "doesn't", "aren't": "isn't",
+                 "wanna": "wants to", "gotta": "has to"}
+# Adverbs between "I" and its verb: "I really believe" is "The user really believes".
+_ADVERBS = r"(?:(?:also|always|never|still|just|even|often|sometimes|already|only|(?!(?:apply|reply|supply|rely)\b)\w{3,}ly)\s+)*"
 
 
 def _third_person(verb: str) -> str:
-    if verb in _KEEP_VERBS or verb.endswith("ed"):
-        return verb  # past tense and modals read the same after "The user"
-    if verb == "have":
-        return "has"
+    if verb in _THIRD_PERSON:
+        return _THIRD_PERSON[verb]
+    if verb in _KEEP_VERBS or verb.endswith(("ed", "n't")):
+        return verb
     if verb.endswith(("s", "sh", "ch", "x", "o")):
         return verb + "es"
     if verb.endswith("y") and verb[-2:-1] not in "aeiou":
         return verb[:-1] + "ies"
     return verb + "s"
+
+
+def _user_does(match: re.Match) -> str:
+    """ "I (adverbs) verb" as "the user (adverbs) verbs"; the caller capitalizes a sentence's start."""
+    return f"the user {match[1]}{_third_person(match[2].lower())}"
 
 
 _PHRASING: tuple[tuple[str, Any], ...] = (
@@ -174,12 +196,14 @@ _FIRST_PERSON: tuple[tuple[str, Any], ...] = (
     (r"^i've\b", "The user has"),
     (r"^(?:i'd|i would) rather\b", "The user would rather"),
     (r"^i (?:don't|do not)\b", "The user doesn't"),
-    (r"^i (\w+)", lambda m: f"The user {_third_person(m[1].lower())}"),
+    (rf"^i ({_ADVERBS})(\w+n't|\w+)", _user_does),
     (r"^call me\b", "The user wants to be called"),
     (r"^my name is\b", "The user's name is"),
     (r"(?<=\s)I (?:don't|do not)\b", "the user doesn't"),
-    (r"(?<=\s)I (\w+)", lambda m: f"the user {_third_person(m[1].lower())}"),
+    (rf"(?<=\s)I ({_ADVERBS})(\w+n't|\w+)", _user_does),
+    (r"(?<=\s)I'm\b", "the user is"),
     (r"\bmy\b", "the user's"),
+    (r"\bmyself\b", "themselves"),
     (r"\bme\b", "the user"),
     (r"^(?:we are|we're)\b", "The company is"),
     (r"^請?叫我", "使用者希望被稱為"),
@@ -242,7 +266,7 @@ _PERSONAL = re.compile(
     re.I,
 )
 _MOOD = re.compile(
-    r"^i(?:'ll|'d| will| would| could| can| should| might| may| must| think| guess| hope| wish| want| need| feel"
+    r"^i(?:'ll|'d| will| would| could| can| should| might| may| must| think| guess| hope| wish| want| wanna| gotta| need| feel"
     r"| mean| know| believe| wonder| bet| just| agree| miss| see| hear| appreciate)\b"
     r"|^i(?:'m| am| was) (?:going to|gonna|not sure|sure|glad|so\b|sorry|happy|excited|thinking|just)"
     r"|^(?:i'm|i am) \w+ing\b|^我正?在",  # what they are busy with right now: "I'm reviewing the rota"
@@ -271,6 +295,25 @@ def _from_user(text: str) -> Candidate | None:
     return Candidate(_normalize(body, kind), kind) if kind else None
 
 
+# Words whose day depends on when they were said: a fact that says "yesterday" is dated.
+_RELATIVE_TIME = re.compile(
+    r"\b(?:yesterday|today|tonight|tomorrow|(?:last|next|this|past|coming) (?:week(?:end)?|month|year|night|spring|summer"
+    r"|fall|autumn|winter|monday|tuesday|wednesday|thursday|friday|saturday|sunday)|\w+ (?:days?|weeks?|months?|years?) ago"
+    r"|a while ago|recently|lately|the other day)\b"
+    r"|昨天|今天|今晚|明天|前天|後天|上週|下週|這週|本週|上個?月|下個?月|這個月|去年|明年|今年|最近|前幾天|幾天前",
+    re.I,
+)
+
+
+def _dated(text: str, said_at: datetime | None) -> str:
+    """The fact with the day it was said, when it names a day only relative to that."""
+    if said_at is None or not _RELATIVE_TIME.search(text):
+        return text
+    if _CJK_TEXT.search(text):
+        return f"{text[:-1]}（{said_at.year}年{said_at.month}月{said_at.day}日說的）{text[-1]}"
+    return f"{text[:-1]} (said on {said_at.day} {said_at:%B %Y}){text[-1]}"
+
+
 # An assistant's "I chose a warm tone" is its own work, not a decision to remember.
 _SHARED = re.compile(r"\b(?:we|we've|we'll|let's|agreed|approved|decision)\b|我們|決定|同意", re.I)
 
@@ -297,6 +340,8 @@ def extract_candidates(task: TaskRecords) -> list[Candidate]:
                 candidate = Candidate(_normalize(text, "decision", by_user=False), "decision")
             else:
                 candidate = None
+            if candidate and candidate.text:
+                candidate = Candidate(_dated(candidate.text, record.created_at), candidate.kind)
             if candidate and candidate.text and all(similarity(candidate.text, c.text) < NEAR_IDENTICAL for c in out):
                 out.append(candidate)
     return out

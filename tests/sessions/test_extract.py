@@ -1,3 +1,5 @@
+from datetime import datetime, timezone
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -338,6 +340,36 @@ def test_durable_facts_are_still_remembered(said, kind, kept):
 )
 def test_what_a_person_tells_about_themselves_is_remembered(said, kept):
     assert [c.text for c in extract_candidates(task(("user", said)))] == [kept]
+
+
+@pytest.mark.parametrize(
+    "said, kept",
+    [
+        ("I took the first step towards becoming a mom - I applied to adoption agencies.",
+         "The user took the first step towards becoming a mom - the user applied to adoption agencies."),
+        ("I ran into a group of hikers who really upset me.", "The user ran into a group of hikers who really upset the user."),
+        ("I really believe in community.", "The user really believes in community."),
+        ("I haven't done pottery yet, but I finally bought clay.", "The user hasn't done pottery yet, but the user finally bought clay."),
+        ("I finally passed the adoption agency interviews.", "The user finally passed the adoption agency interviews."),
+        ("I apply for grants every spring.", "The user applies for grants every spring."),
+    ],
+)
+def test_a_fact_retold_about_the_user_keeps_its_verbs_right(said, kept):
+    assert [c.text for c in extract_candidates(task(("user", said)))] == [kept]
+
+
+def test_a_fact_that_names_a_day_relative_to_when_it_was_said_is_dated():
+    when = datetime(2023, 5, 8, 13, 56, tzinfo=timezone.utc)
+    records = (
+        Record("u1", None, 1, "user", "I went to an LGBTQ support group yesterday. My daughter starts school in September.", None, when),
+        Record("a1", "u1", 1, "assistant", "That sounds powerful.", "mina", when),
+    )
+    assert [c.text for c in extract_candidates(TaskRecords(turn=1, records=records))] == [
+        "The user went to an LGBTQ support group yesterday (said on 8 May 2023).",
+        "The user's daughter starts school in September.",
+    ]
+    chinese = (Record("u1", None, 1, "user", "我昨天去了陶藝課。", None, when),)
+    assert [c.text for c in extract_candidates(TaskRecords(turn=1, records=chinese))] == ["使用者昨天去了陶藝課（2023年5月8日說的）。"]
 
 
 @pytest.mark.parametrize(

@@ -15,6 +15,7 @@ from django.core.management.base import BaseCommand, CommandError
 from django.test.utils import override_settings
 
 from benchmarks import recall_builder
+from benchmarks.recall_dataset import DatasetError, load_dataset
 from benchmarks.recall_conversations import MIN_TASKS, generate_recall_conversation
 from benchmarks.recall_report import (
     BM25,
@@ -56,9 +57,15 @@ class Command(BaseCommand):
                             help="which import layouts to run, comma-separated (default: all: %(default)s)")
         parser.add_argument("--quick", action="store_true",
                             help=f"{QUICK_TASKS} tasks and no search timing beyond 100 tasks (a smoke test)")
+        parser.add_argument("--dataset", default=None, metavar="FILE",
+                            help="a LoCoMo-format JSON file of conversations written by people, instead of the generated ones")
+        parser.add_argument("--limit", type=int, default=None, help="with --dataset: only its first N conversations")
         parser.add_argument("--out", default=None, help="directory for the JSON results (default benchmarks/results/)")
 
-    def handle(self, *args, tasks: int, language: str, seed: int, search_sizes: str, layouts: str, quick: bool, out: str | None, **options) -> None:
+    def handle(self, *args, tasks: int, language: str, seed: int, search_sizes: str, layouts: str, quick: bool,
+               dataset: str | None, limit: int | None, out: str | None, **options) -> None:
+        if dataset:
+            search_sizes = ""  # the search is timed on generated sessions of chosen sizes, not on a dataset
         if quick:
             tasks, search_sizes = QUICK_TASKS, ",".join(s for s in search_sizes.split(",") if s.strip() and int(s) < 10_000)
         elif tasks < 300:
@@ -71,8 +78,17 @@ class Command(BaseCommand):
         started = time.perf_counter()
         runs, search = [], None
         # As in production: DEBUG's query log (on by default here) costs every query time.
+        if dataset:
+            try:
+                conversations = load_dataset(dataset, limit=limit)
+            except DatasetError as error:
+                raise CommandError(str(error)) from error
+            languages = ["en"]
         with override_settings(DEBUG=False), recall_builder.throwaway_database():
-            for lang in languages:
+            if dataset:
+                for layout in chosen:
+                    runs.append(self._run_dataset(conversations, layout))
+            for lang in languages if not dataset else ():
                 conversation = generate_recall_conversation(tasks, language=lang, seed=seed)
                 self._progress(f"{lang}: {conversation.n_tasks} tasks over {len(conversation.days)} days, "
                                f"{len(conversation.questions)} questions")
@@ -94,6 +110,7 @@ class Command(BaseCommand):
         result = {
             "generated_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
             "seed": seed,
+            "dataset": dataset,
             "tasks": tasks,
             "languages": languages,
             "seconds": round(elapsed, 1),
@@ -110,6 +127,13 @@ class Command(BaseCommand):
 
     def _run(self, conversation, layout: str) -> dict:
         """The builder's prompt for every question after importing the conversation in this layout, and the baselines."""
+        return self._summarize(conversation.language, layout, [self._ask_all(conversation, layout)])
+
+    def _run_dataset(self, conversations, layout: str) -> dict:
+        """Every conversation of a dataset in this layout, its questions' rows pooled into one run."""
+        return self._summarize("locomo", layout, [self._ask_all(c, layout) for c in conversations])
+
+    def _ask_all(self, conversation, layout: str) -> dict:
         started = time.perf_counter()
         channel, budget = recall_builder.scratch_channel()
         session, turn = recall_builder.import_layout(conversation, layout, channel, self._progress)
@@ -122,26 +146,35 @@ class Command(BaseCommand):
                 layers[name] += int((prompt.report["layers"].get(name) or {}).get("chars", 0))
             result = score(evidence_texts(conversation, question), prompt_parts(prompt), question.answer)
             rows.append(question_row(question, result, chars))
-        history_chars = len(full_history_text(conversation.records))
         baselines = baseline_rows(conversation, conversation.records, sizes)
-        count = max(1, len(conversation.questions))
-        self._progress(f"{conversation.language}/{layout}: done in {time.perf_counter() - started:.0f} s")
+        self._progress(f"{conversation.language}/{layout}: {len(rows)} questions done in {time.perf_counter() - started:.0f} s")
+        return {"conversation": conversation, "rows": rows, "baselines": baselines, "layers": layers, "budget": budget,
+                "history_chars": len(full_history_text(conversation.records))}
+
+    def _summarize(self, language: str, layout: str, asked: list[dict]) -> dict:
+        """One run's figures from the questions of one or more conversations (a dataset's are pooled)."""
+        conversations = [a["conversation"] for a in asked]
+        count = max(1, sum(len(c.questions) for c in conversations))
+        # Pooled, the share of the full history is of the mean history a question was asked after.
+        history_chars = round(sum(a["history_chars"] * len(a["conversation"].questions) for a in asked) / count)
+        pooled = lambda name: [row for a in asked for row in a["baselines"][name]]  # noqa: E731
         return {
-            "language": conversation.language,
+            "language": language,
             "layout": layout,
-            "tasks": conversation.n_tasks,
-            "days": len(conversation.days),
+            "conversations": len(conversations),
+            "tasks": round(sum(c.n_tasks for c in conversations) / len(conversations)),
+            "days": round(sum(len(c.days) for c in conversations) / len(conversations)),
             "history_chars": history_chars,
-            "layer_chars": {name: total / count for name, total in layers.items()},
+            "layer_chars": {name: sum(a["layers"][name] for a in asked) / count for name in LAYER_NAMES},
             "questions": [
                 {"key": q.key, "kind": q.kind, "text": q.text, "answer": q.answer, "evidence": list(q.evidence)}
-                for q in conversation.questions
+                for c in conversations for q in c.questions
             ],
             "strategies": {
-                BUILDER: summarize(rows, history_chars, budget),
-                FULL: summarize(baselines[FULL], history_chars),
-                LAST: summarize(baselines[LAST], history_chars),
-                BM25: summarize(baselines[BM25], history_chars),
+                BUILDER: summarize([row for a in asked for row in a["rows"]], history_chars, asked[0]["budget"]),
+                FULL: summarize(pooled(FULL), history_chars),
+                LAST: summarize(pooled(LAST), history_chars),
+                BM25: summarize(pooled(BM25), history_chars),
             },
         }
 
