@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -312,8 +312,9 @@ def build_prompt(inputs: PromptInputs) -> Prompt:
     # Layer 1: system.
     system_text = inputs.system.strip()
 
-    # Layer 2: long-term memory (stable part) and the fresh part that goes to the tail.
-    stable, fresh, memory_note = select_memory(inputs.memory, inputs.instruction, policy.memory_chars - MEMORY_FRAME_CHARS)
+    # Layer 2: long-term memory as of the last fold, chosen without the instruction; the tail
+    # gets memory added since, and older items that bear on the instruction (select_memory).
+    stable, tail_memory, memory_note = select_memory(inputs.memory, inputs.instruction, policy.memory_chars - MEMORY_FRAME_CHARS)
     if memory_note:
         notes.append(memory_note)
     memory_text = _memory_block(stable)
@@ -329,11 +330,10 @@ def build_prompt(inputs: PromptInputs) -> Prompt:
     # One budget for the request: the layers' budgets added up. What memory, the summary and
     # the window leave unused goes to recall: kept tails first (a fold drops them; so does a
     # request they would take over the budget), then this task's tail.
-    # Fresh memory is memory (select_memory kept it within memory_chars, frames included): its
-    # room is set aside before the tails take theirs.
+    # The tail's memory is set aside before the kept tails take their room.
     budget = policy.memory_chars + policy.summary_chars + policy.detailed_chars + inputs.recall_chars
-    fresh_room = len(_tail_text([_memory_line(m) for m in fresh], []))
-    room = budget - len(memory_text) - len(summary_text) - recent_chars - fresh_room
+    memory_tail_room = len(_tail_text([_memory_line(m) for m in tail_memory], []))
+    room = budget - len(memory_text) - len(summary_text) - recent_chars - memory_tail_room
     kept_tails: dict[int, ShownTail] = {}
     if plan.continued:
         for t, tail in epoch_tails.items():
@@ -341,7 +341,7 @@ def build_prompt(inputs: PromptInputs) -> Prompt:
                 break  # the tails after it go too: the prompt changes from here on anyway
             kept_tails[t] = tail
             room -= len(tail.text)
-    room += fresh_room
+    room += memory_tail_room
 
     # Layer 4: recent tasks in detail, each after the tail it was shown (this epoch).
     recent_messages = []
@@ -350,7 +350,7 @@ def build_prompt(inputs: PromptInputs) -> Prompt:
             recent_messages.append(HumanMessage(kept_tails[t].text))
         recent_messages.extend(rendered.by_level[t][plan.levels[t]])
 
-    # Tail: recalled exchanges and fresh memory, between the window and the current task,
+    # Tail: recalled exchanges and the tail's memory, between the window and the current task,
     # leaving out what a kept tail already shows. A later call of the tool loop shows the
     # tail its first call showed, unless what that tail was built beside has changed.
     beside_tails, beside_memory = tuple(sorted(kept_tails)), tuple(m.id for m in stable)
@@ -361,7 +361,7 @@ def build_prompt(inputs: PromptInputs) -> Prompt:
         tail = own_tail
     else:
         shown_lines = {line for kept in kept_tails.values() for line in kept.memory}
-        fresh_lines = [_memory_line(m) for m in fresh if _memory_line(m) not in shown_lines]
+        fresh_lines = [_memory_line(m) for m in tail_memory if _memory_line(m) not in shown_lines]
         # This tail stays until the next fold, and the tasks still to come before it will join
         # the window and want tails of their own. So that the tails shown before them stay put,
         # what is free is set aside first for the window's growth (the window's average task for
@@ -415,7 +415,7 @@ def build_prompt(inputs: PromptInputs) -> Prompt:
         recent_messages=recent_messages,
         current_messages=current_messages,
         stable=stable,
-        fresh_shown=[m for m in fresh if _memory_line(m) in tail.memory],
+        fresh_shown=[m for m in tail_memory if _memory_line(m) in tail.memory],
         plan=plan,
         detailed_turns=detailed_turns,
         digested_turns=digested_turns,
@@ -715,30 +715,43 @@ def _chars(messages: Sequence[BaseMessage]) -> int:
 def select_memory(
     items: Sequence[MemoryEntry], instruction: str, budget: int
 ) -> tuple[list[MemoryEntry], list[MemoryEntry], str]:
-    """Pinned first, then relevance to the instruction and recency, within `budget` characters.
+    """Layer 2's items, and the tail's, each within `budget` characters.
 
-    Returns (stable items for layer 2, fresh items for the tail, a note). The
-    chosen items are listed in a stable order (pinned, then oldest first), so
-    when the set does not change the layer is byte-identical.
+    Returns (stable items for layer 2, items for the tail, a note). Layer 2 is chosen
+    without the instruction: pinned, then newest, of the items as they were at the last
+    fold, listed pinned first then oldest first. So it is byte-identical from one request
+    to the next until a fold, however much memory there is, and the cached front holds.
+    The tail, rebuilt for each task anyway, takes what bears on this instruction: the items
+    added since the fold, and older ones that did not fit in layer 2 but share its words,
+    best first.
     """
+    stable = _fill(sorted((m for m in items if not m.fresh), key=lambda m: (not m.pinned, -m.updated, m.id)), budget)
+    shown = {m.id for m in stable}
     scores = relevance.Index([(item.id, item.text) for item in items]).score(instruction) if instruction else {}
     newest = max((item.updated for item in items), default=0.0) or 1.0
-    ranked = sorted(
-        items,
-        key=lambda m: (not m.pinned, -(scores.get(m.id, 0.0) + 0.5 * (m.updated / newest)), m.id),
-    )
-    chosen: list[MemoryEntry] = []
-    used = 0
+    wanted = [m for m in items if m.id not in shown and (m.fresh or scores.get(m.id, 0.0) > 0)]
+    # What layer 2 leaves of the budget, and never less than a quarter of it once layer 2 is full.
+    room = max(budget - sum(len(_memory_line(m)) + 1 for m in stable), budget // 4)
+    extra = _fill(sorted(wanted, key=lambda m: (not m.pinned, -(scores.get(m.id, 0.0) + 0.5 * (m.updated / newest)), m.id)), room)
+    left_out = len(items) - len(stable) - len(extra)
+    note = f"{left_out} memory item(s) did not fit in {budget:,} characters" if left_out else ""
+    return _listed(stable), _listed(extra), note
+
+
+def _listed(items: Iterable[MemoryEntry]) -> list[MemoryEntry]:
+    """Pinned first, then oldest first: the same set is always listed the same way."""
+    return sorted(items, key=lambda m: (not m.pinned, m.id))
+
+
+def _fill(ranked: Iterable[MemoryEntry], budget: int) -> list[MemoryEntry]:
+    """The items, in this order, that fit in `budget` characters as memory lines."""
+    chosen, used = [], 0
     for item in ranked:
         size = len(_memory_line(item)) + 1
-        if used + size > budget:
-            continue
-        chosen.append(item)
-        used += size
-    left_out = len(items) - len(chosen)
-    note = f"{left_out} memory item(s) did not fit in {budget:,} characters" if left_out else ""
-    in_order = sorted(chosen, key=lambda m: (not m.pinned, m.id))
-    return [m for m in in_order if not m.fresh], [m for m in in_order if m.fresh], note
+        if used + size <= budget:
+            chosen.append(item)
+            used += size
+    return chosen
 
 
 def _memory_line(item: MemoryEntry) -> str:
@@ -844,7 +857,7 @@ def select_recall(
 
 
 RECALL_FRAME = "(earlier exchanges that bear on this instruction, oldest first; for reference only)"
-FRESH_MEMORY_HEADER = "Memory added since the summary:"
+FRESH_MEMORY_HEADER = "Memory that is new or relevant:"
 
 
 def _tail_text(fresh_lines: Sequence[str], recalled: Sequence[RecallCandidate]) -> str:

@@ -112,3 +112,17 @@ def test_the_relevance_target_passes_only_ten_points_ahead_of_bm25_in_every_type
     level = [dict(r, hit=r["kind"] != "temporal") for r in rows]
     behind = relevance([run(level, [dict(r, hit=False) if r["kind"] != "temporal" else r for r in level])])
     assert behind["status"] == "FAIL" and "temporal" in behind["detail"]
+
+
+def test_the_size_target_judges_what_the_layer_budgets_cover_not_the_system_prompt_and_instruction(conversation):
+    rows = baseline_rows(conversation, conversation.records, {q.key: 3_000 for q in conversation.questions})[BM25]
+
+    def size(budgeted: int):
+        builder = [dict(r, chars=budgeted + 400, budgeted=budgeted) for r in rows]
+        strategies = {"builder": summarize(builder, 200_000, budget=33_000), BM25: summarize(rows, 200_000)}
+        run = {"language": "en", "layout": "one session", "tasks": 300, "history_chars": 200_000, "strategies": strategies}
+        return next(t for t in evaluate_targets([run], None) if t["key"] == "size")
+
+    # 33,400 characters in all, of which the persona and the question are 400: within the budgets.
+    assert size(33_000)["status"] == "PASS"
+    assert size(33_001)["status"] == "FAIL" and "33,001 budgeted" in size(33_001)["detail"]

@@ -299,15 +299,24 @@ def test_memory_puts_pinned_items_first_and_stays_within_its_budget():
     assert "did not fit" in " ".join(prompt.report["notes"])
 
 
-def test_memory_prefers_what_bears_on_the_instruction():
+def test_memory_too_large_for_its_layer_keeps_the_front_fixed_and_brings_what_bears_on_the_instruction_in_the_tail():
+    fillers = tuple(MemoryEntry(id=i, text=f"Fact {i}: the office plant needs water on day {i}.", kind="company", updated=10 + i)
+                    for i in range(3, 13))
     items = (
-        MemoryEntry(id=1, text="The office plant needs water on Mondays.", kind="company", updated=5),
-        MemoryEntry(id=2, text="The Team plan costs $29 a month.", kind="decision", updated=1),
-        MemoryEntry(id=3, text="Our newsletter goes out on Thursdays.", kind="project", updated=4),
+        MemoryEntry(id=1, text="The Team plan costs $29 a month.", kind="decision", updated=1),
+        MemoryEntry(id=2, text="Our newsletter goes out on Thursdays.", kind="project", updated=2),
+        *fillers,
     )
-    budget = 60 + context.MEMORY_FRAME_CHARS  # room for one line beside the frames
-    prompt = build_prompt(PromptInputs(policy=Policy(memory_chars=budget), system="S", instruction="What does the Team plan cost?", turn=1, memory=items))
-    assert prompt.report["layers"]["memory"]["items"] == [2]
+    # Room for the five newest lines beside the frames, and nothing more.
+    budget = sum(len(f"- [company] {m.text}") + 1 for m in fillers[-5:]) + context.MEMORY_FRAME_CHARS
+    ask = lambda instruction: build_prompt(PromptInputs(  # noqa: E731
+        policy=Policy(memory_chars=budget), system="S", instruction=instruction, turn=2, tasks=tasks_of(make_task(1)), memory=items))
+    pricing, newsletter = ask("What does the Team plan cost?"), ask("When does the newsletter go out?")
+
+    # Layer 2 holds the newest items whatever is asked, so the cached front is the same for both.
+    assert pricing.system == newsletter.system and pricing.report["layers"]["memory"]["items"] == [8, 9, 10, 11, 12]
+    assert pricing.report["layers"]["recalled"]["memory_items"] == [1] and "$29" in pricing.messages[-2].content
+    assert newsletter.report["layers"]["recalled"]["memory_items"] == [2] and "Thursdays" in newsletter.messages[-2].content
 
 
 def test_memory_added_since_the_last_fold_rides_in_the_tail_so_the_front_stays_cached():

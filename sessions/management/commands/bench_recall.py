@@ -145,7 +145,7 @@ class Command(BaseCommand):
             for name in LAYER_NAMES:
                 layers[name] += int((prompt.report["layers"].get(name) or {}).get("chars", 0))
             result = score(evidence_texts(conversation, question), prompt_parts(prompt), question.answer)
-            rows.append(question_row(question, result, chars))
+            rows.append(question_row(question, result, chars, int(prompt.report["budget"]["used"])))
         baselines = baseline_rows(conversation, conversation.records, sizes)
         self._progress(f"{conversation.language}/{layout}: {len(rows)} questions done in {time.perf_counter() - started:.0f} s")
         return {"conversation": conversation, "rows": rows, "baselines": baselines, "layers": layers, "budget": budget,
