@@ -95,6 +95,9 @@ _CJK_RUN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+")
 # "Agreed, Caroline." / "Mel, that's great" / "同意，卡洛琳。": a name said to someone, not about anything.
 _VOCATIVE = (
     re.compile(r"\b(?i:thanks|thank you|hi|hey|hello|bye|congrats|love you|miss you|see you)\s+[A-Z][a-z]+\b"),
+    # "Wow Mel, that's stunning!", "Yeah Mel, stoked!": an interjection, then the name set off.
+    re.compile(r"\b(?i:wow|woah|whoa|yeah|yes|yep|yup|oh|aw+|omg|haha|ha|sure|ok|okay|nah|well|great|nice|cool|"
+               r"awesome|sorry|hmm+|gosh|congratulations|morning|evening)\s+[A-Z][a-z]+(?:\s*,\s*|(?=\s*[!.~]))"),
     re.compile(r"[,，]\s*[A-Z][a-z]+[\s.!~,;:。！，～]*$"),  # at the end
     re.compile(r"(?<=[,，])\s*[A-Z][a-z]+\s*(?=[,，~!.;:。！～])"),  # set off by punctuation
     re.compile(r"^[A-Z][a-z]+\s*[,，~～!！]+\s*"),  # at the start
@@ -390,7 +393,8 @@ def topic_label(instruction: str, *, finished: bool, said: Sequence[str] = ()) -
     is labelled by what it talked about, from the instruction and `said` (the task's other
     sentences); a task of greetings and thanks only has no label.
     """
-    sentences = [s for s in map(strip_chatter, split_sentences(instruction)) if s]
+    # Without the name it is said to: "Yeah Mel, stoked!" is not about Mel.
+    sentences = [s for s in (strip_chatter(without_vocative(x)) for x in split_sentences(instruction)) if s]
     first = next((s for s in sentences if content_words(s) and not _NAME_ALONE.match(s)), "")
     if not first or (_CHAT_OPENER.match(first) and classify(first) is None and not QUESTION.search(first)):
         phrases = conversation_topics(list(said) or sentences)
