@@ -394,7 +394,7 @@ def topic_label(instruction: str, *, finished: bool, said: Sequence[str] = ()) -
     sentences); a task of greetings and thanks only has no label.
     """
     # Without the name it is said to: "Yeah Mel, stoked!" is not about Mel.
-    sentences = [s for s in (strip_chatter(without_vocative(x)) for x in split_sentences(instruction)) if s]
+    sentences = [s for s in (without_vocative(strip_chatter(x)) for x in split_sentences(instruction)) if s]
     first = next((s for s in sentences if content_words(s) and not _NAME_ALONE.match(s)), "")
     if not first or (_CHAT_OPENER.match(first) and classify(first) is None and not QUESTION.search(first)):
         phrases = conversation_topics(list(said) or sentences)
