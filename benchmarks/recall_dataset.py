@@ -37,14 +37,19 @@ class DatasetError(ValueError):
 
 
 def load_dataset(path: str | Path, *, limit: int | None = None) -> list[RecallConversation]:
-    """Every conversation in the file (or the first `limit`), in file order."""
+    """Every conversation in the file (or the first `limit`) that has questions, in file order."""
     try:
         samples = json.loads(Path(path).read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
         raise DatasetError(f"{path}: {error}") from error
-    if not isinstance(samples, list) or not all(isinstance(s, dict) and "conversation" in s for s in samples):
+    if not isinstance(samples, list) or not all(isinstance(s, dict) and isinstance(s.get("conversation"), dict) for s in samples):
         raise DatasetError(f"{path}: expected a JSON list of objects with a 'conversation' (the LoCoMo format)")
-    return [conversation_from_sample(sample, index) for index, sample in enumerate(samples[:limit])]
+    conversations = [conversation_from_sample(sample, index) for index, sample in enumerate(samples[:limit])]
+    # A conversation with no turns, or with no question whose evidence names one, measures nothing.
+    usable = [c for c in conversations if c.records and c.questions]
+    if not usable:
+        raise DatasetError(f"{path}: no conversation has turns and a question whose evidence names one of them")
+    return usable
 
 
 def conversation_from_sample(sample: dict, index: int = 0) -> RecallConversation:
@@ -56,7 +61,8 @@ def conversation_from_sample(sample: dict, index: int = 0) -> RecallConversation
     by_turn_id: dict[str, str] = {}
     days, turn, clock = [], 0, datetime(2023, 1, 1, 9, 0, tzinfo=timezone.utc)
     for number in numbers:
-        turns = [t for t in talk[f"session_{number}"] if isinstance(t, dict) and _turn_text(t)]
+        said = talk[f"session_{number}"]
+        turns = [t for t in said if isinstance(t, dict) and _turn_text(t)] if isinstance(said, list) else []
         if not turns:
             continue
         clock = _parse_date(talk.get(f"session_{number}_date_time"), after=clock)
@@ -80,7 +86,9 @@ def conversation_from_sample(sample: dict, index: int = 0) -> RecallConversation
         clock += timedelta(seconds=_TURN_SECONDS * len(turns))
     position = {record.id: i for i, record in enumerate(records)}
     questions = []
-    for q_index, qa in enumerate(sample.get("qa", [])):
+    for q_index, qa in enumerate(sample.get("qa") or []):
+        if not isinstance(qa, dict):
+            continue
         kind = CATEGORY_KINDS.get(qa.get("category"))
         # Some evidence lists run two ids together ("D8:6; D9:17"): each id counts.
         found = [by_turn_id[e] for item in qa.get("evidence") or [] for e in _EVIDENCE_ID.findall(str(item)) if e in by_turn_id]

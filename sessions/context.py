@@ -171,7 +171,7 @@ class WindowPlan:
 
 @dataclass(frozen=True)
 class ShownTail:
-    """The tail block a task was shown (recalled tasks, fresh memory), kept in its report.
+    """The tail block a task was shown (recalled tasks, memory that is new or relevant), kept in its report.
 
     It stays in front of the task's instruction until the next fold, as it was
     sent: the prompt is a record of what the model saw, so the next request
@@ -182,7 +182,7 @@ class ShownTail:
     boundary: int  # the plan's boundary when it was shown
     summarized_through: int  # and the summary's
     recalled: tuple[tuple[int, int], ...] = ()  # the exchanges it recalled: (session, turn)
-    # Who was shown it: its fresh memory may be that coworker's own, so no one else is.
+    # Who was shown it: its memory may be that coworker's own, so no one else is.
     coworker: str = ""
     memory: tuple[str, ...] = ()  # the memory lines it listed
     # What it was built beside: the tasks whose tails were kept, the items in layer 2.
@@ -330,18 +330,23 @@ def build_prompt(inputs: PromptInputs) -> Prompt:
     # One budget for the request: the layers' budgets added up. What memory, the summary and
     # the window leave unused goes to recall: kept tails first (a fold drops them; so does a
     # request they would take over the budget), then this task's tail.
-    # The tail's memory is set aside before the kept tails take their room.
+    # A tail is kept only if the memory no kept tail shows still fits beside it, in this task's tail.
     budget = policy.memory_chars + policy.summary_chars + policy.detailed_chars + inputs.recall_chars
-    memory_tail_room = len(_tail_text([_memory_line(m) for m in tail_memory], []))
-    room = budget - len(memory_text) - len(summary_text) - recent_chars - memory_tail_room
+    room = budget - len(memory_text) - len(summary_text) - recent_chars
+    tail_lines = [_memory_line(m) for m in tail_memory]
+    layer_lines = {_memory_line(m) for m in stable}
     kept_tails: dict[int, ShownTail] = {}
+    shown: set[str] = set()
     if plan.continued:
         for t, tail in epoch_tails.items():
-            if t not in plan.levels or len(tail.text) > room:
+            unshown = [line for line in tail_lines if line not in shown and line not in tail.memory]
+            too_big = len(tail.text) + len(_tail_text(unshown, [])) > room
+            # An item a tail lists that layer 2 now shows (a forget made room there) is not said twice.
+            if t not in plan.levels or too_big or layer_lines.intersection(tail.memory):
                 break  # the tails after it go too: the prompt changes from here on anyway
             kept_tails[t] = tail
             room -= len(tail.text)
-    room += memory_tail_room
+            shown.update(tail.memory)
 
     # Layer 4: recent tasks in detail, each after the tail it was shown (this epoch).
     recent_messages = []
@@ -360,8 +365,7 @@ def build_prompt(inputs: PromptInputs) -> Prompt:
     if own_tail is not None and own_tail.still_fits(setting, memory_lines) and len(own_tail.text) <= room:
         tail = own_tail
     else:
-        shown_lines = {line for kept in kept_tails.values() for line in kept.memory}
-        fresh_lines = [_memory_line(m) for m in tail_memory if _memory_line(m) not in shown_lines]
+        memory_to_show = [line for line in tail_lines if line not in shown]
         # This tail stays until the next fold, and the tasks still to come before it will join
         # the window and want tails of their own. So that the tails shown before them stay put,
         # what is free is set aside first for the window's growth (the window's average task for
@@ -370,7 +374,7 @@ def build_prompt(inputs: PromptInputs) -> Prompt:
         to_come = max(policy.detailed_tasks + policy.fold_batch - 1 - len(detailed_turns), 0)
         unused = max(policy.detailed_chars - recent_chars, 0)
         average = sum(rendered.sizes[t][FULL] for t in detailed_turns) // len(detailed_turns) if detailed_turns else unused
-        free = max(room - len(_tail_text(fresh_lines, [])) - min(to_come * average, unused), 0)
+        free = max(room - len(_tail_text(memory_to_show, [])) - min(to_come * average, unused), 0)
         recall_room = free - min(to_come * inputs.recall_chars, free // 2) if inputs.recall_chars else 0
         recalled = select_recall(
             inputs.recall,
@@ -379,12 +383,12 @@ def build_prompt(inputs: PromptInputs) -> Prompt:
             | {key for kept in kept_tails.values() for key in kept.recalled},
         )
         tail = ShownTail(
-            _tail_text(fresh_lines, recalled),
+            _tail_text(memory_to_show, recalled),
             plan.boundary,
             inputs.summarized_through,
             tuple(c.key for c in recalled),
             inputs.coworker,
-            tuple(fresh_lines),
+            tuple(memory_to_show),
             beside_tails,
             beside_memory,
         )
@@ -415,7 +419,7 @@ def build_prompt(inputs: PromptInputs) -> Prompt:
         recent_messages=recent_messages,
         current_messages=current_messages,
         stable=stable,
-        fresh_shown=[m for m in tail_memory if _memory_line(m) in tail.memory],
+        tail_memory_shown=[m for m in tail_memory if _memory_line(m) in tail.memory],
         plan=plan,
         detailed_turns=detailed_turns,
         digested_turns=digested_turns,
@@ -715,7 +719,7 @@ def _chars(messages: Sequence[BaseMessage]) -> int:
 def select_memory(
     items: Sequence[MemoryEntry], instruction: str, budget: int
 ) -> tuple[list[MemoryEntry], list[MemoryEntry], str]:
-    """Layer 2's items, and the tail's, each within `budget` characters.
+    """Layer 2's items, and the tail's, together within `budget` characters.
 
     Returns (stable items for layer 2, items for the tail, a note). Layer 2 is chosen
     without the instruction: pinned, then newest, of the items as they were at the last
@@ -723,15 +727,18 @@ def select_memory(
     to the next until a fold, however much memory there is, and the cached front holds.
     The tail, rebuilt for each task anyway, takes what bears on this instruction: the items
     added since the fold, and older ones that did not fit in layer 2 but share its words,
-    best first.
+    best first, in what layer 2 leaves (a quarter of the budget at least, once memory
+    outgrows layer 2).
     """
-    stable = _fill(sorted((m for m in items if not m.fresh), key=lambda m: (not m.pinned, -m.updated, m.id)), budget)
+    pool = sorted((m for m in items if not m.fresh), key=lambda m: (not m.pinned, -m.updated, m.id))
+    # When layer 2 cannot hold all of it, a quarter of the budget stays for the tail's memory.
+    whole = sum(len(_memory_line(m)) + 1 for m in pool)
+    stable = _fill(pool, budget if whole <= budget else budget - budget // 4)
     shown = {m.id for m in stable}
     scores = relevance.Index([(item.id, item.text) for item in items]).score(instruction) if instruction else {}
     newest = max((item.updated for item in items), default=0.0) or 1.0
     wanted = [m for m in items if m.id not in shown and (m.fresh or scores.get(m.id, 0.0) > 0)]
-    # What layer 2 leaves of the budget, and never less than a quarter of it once layer 2 is full.
-    room = max(budget - sum(len(_memory_line(m)) + 1 for m in stable), budget // 4)
+    room = budget - sum(len(_memory_line(m)) + 1 for m in stable)
     extra = _fill(sorted(wanted, key=lambda m: (not m.pinned, -(scores.get(m.id, 0.0) + 0.5 * (m.updated / newest)), m.id)), room)
     left_out = len(items) - len(stable) - len(extra)
     note = f"{left_out} memory item(s) did not fit in {budget:,} characters" if left_out else ""
@@ -860,13 +867,13 @@ RECALL_FRAME = "(earlier exchanges that bear on this instruction, oldest first; 
 FRESH_MEMORY_HEADER = "Memory that is new or relevant:"
 
 
-def _tail_text(fresh_lines: Sequence[str], recalled: Sequence[RecallCandidate]) -> str:
-    """The tail: memory added since the last fold, then the recalled exchanges in the order they happened."""
-    if not fresh_lines and not recalled:
+def _tail_text(memory_lines: Sequence[str], recalled: Sequence[RecallCandidate]) -> str:
+    """The tail: memory that is new or relevant, then the recalled exchanges in the order they happened."""
+    if not memory_lines and not recalled:
         return ""
     parts = [f"{RECALL_HEADER} {RECALL_FRAME}"]
-    if fresh_lines:
-        parts.append(FRESH_MEMORY_HEADER + "\n" + "\n".join(fresh_lines))
+    if memory_lines:
+        parts.append(FRESH_MEMORY_HEADER + "\n" + "\n".join(memory_lines))
     parts.extend(render_exchange(c) for c in sorted(recalled, key=lambda c: c.key))
     return "\n\n".join(parts)
 
@@ -907,7 +914,7 @@ def _report(
     recent_messages: list[BaseMessage],
     current_messages: list[BaseMessage],
     stable: list[MemoryEntry],
-    fresh_shown: list[MemoryEntry],
+    tail_memory_shown: list[MemoryEntry],
     plan: WindowPlan,
     detailed_turns: list[int],
     digested_turns: list[int],
@@ -956,7 +963,7 @@ def _report(
             "kept_chars": kept_chars,
             "tasks": [c.turn for c in sorted(recalled, key=lambda c: c.key) if c.session == inputs.session],
             "exchanges": [_recalled_entry(c) for c in sorted(recalled, key=lambda c: c.key)],
-            "memory_items": [m.id for m in fresh_shown],
+            "memory_items": [m.id for m in tail_memory_shown],
             # What the tails kept in front of earlier tasks show: memory items and recalled exchanges.
             "kept_memory_items": kept_memory,
             "kept_exchanges": sum(len(kept.recalled) for kept in kept_tails.values()),
@@ -998,8 +1005,9 @@ def _recalled_entry(candidate: RecallCandidate) -> dict:
     }
 
 
-# What frames memory in the prompt, around its lines: layer 2's header and the tail's (for fresh
-# items). memory_chars covers them, so memory never takes the request past its budget.
+# What frames memory in the prompt, around its lines: layer 2's header and the tail's (for new
+# or relevant items). memory_chars covers them and both parts' lines, so memory never takes
+# the request past its budget.
 MEMORY_FRAME_CHARS = (
     len(f"{MEMORY_HEADER}\n{MEMORY_INTRO}\n") + len(f"{RECALL_HEADER} {RECALL_FRAME}\n\n{FRESH_MEMORY_HEADER}\n")
 )

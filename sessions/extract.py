@@ -151,22 +151,31 @@ def _subject(text: str) -> set[str]:
 
 
 # After "The user" these read as they are: modals, and past forms that do not end in -ed
-# ("I ran into" is "The user ran into", not "rans").
+# ("I ran into" is "The user ran into", not "rans"). Forms that are also the present ("read",
+# "put", "cut", "set") are not here: "I read every night" is "The user reads every night".
 _KEEP_VERBS = frozenset(
-    """can could will would should might must may shall was were did had made chose went got said sent wrote
-    arose awoke bore beat became began bent bet bit bled blew broke brought built burnt burst bought caught clung
-    came cost crept cut dealt dug dove drew dreamt drank drove ate fell fed felt fought found fled flew forgot
-    forgave froze gave grew hung heard hid hit held hurt kept knelt knew laid led leant leapt learnt left lent let
-    lit lost meant met paid put quit read rode rang rose ran saw sought sold set shook shone shot shrank shut sang
-    sank sat slept slid spoke sped spent spun split spread sprang stood stole stuck struck swore swept swam swung
-    took taught tore told thought threw understood woke wore wept won wound""".split()
+    """can could will would should might must may shall ought was were did had made chose went got said sent wrote
+    arose awoke bore became began bent bit bled blew broke brought built burnt bought caught clung came crept
+    dealt dug dove drew dreamt drank drove ate fell fed felt fought found fled flew forgot forgave froze gave grew
+    hung heard hid held knelt knew laid led leant leapt learnt left lent lit lost meant met paid rode rang rose ran
+    saw sought sold shook shone shot shrank sang sank sat slept slid spoke sped spent spun sprang stood stole
+    stuck struck swore swept swam swung took taught tore told thought threw understood woke wore wept won wound
+    overcame overheard overtook undertook withdrew mistook misunderstood""".split()
 )
 # Negations and colloquial forms with a third-person form of their own; other "n't" words
 # (can't, didn't, won't, wasn't) read as they are.
 _THIRD_PERSON = {"have": "has", "haven't": "hasn't", "don't": "doesn't", "aren't": "isn't",
                  "wanna": "wants to", "gotta": "has to"}
-# Adverbs between "I" and its verb: "I really believe" is "The user really believes".
-_ADVERBS = r"(?:(?:also|always|never|still|just|even|often|sometimes|already|only|(?!(?:apply|reply|supply|rely)\b)\w{3,}ly)\s+)*"
+# Adverbs between "I" and its verb: "I really believe" is "The user really believes". A list,
+# not every word in -ly: "comply", "rally" and "bully" are verbs.
+_ADVERBS = "(?:(?:" + "|".join(
+    """also always never still just even often sometimes already once only kinda sorta really finally recently
+    actually usually definitely totally truly honestly literally probably certainly absolutely basically generally
+    normally occasionally regularly rarely seriously simply mostly nearly barely hardly merely personally
+    originally eventually gradually immediately initially previously currently constantly genuinely luckily
+    obviously especially particularly completely entirely fully highly deeply strongly fortunately unfortunately
+    secretly quietly proudly officially lately newly""".split()
+) + r")\s+)*"
 
 
 def _third_person(verb: str) -> str:
@@ -199,9 +208,9 @@ _FIRST_PERSON: tuple[tuple[str, Any], ...] = (
     (rf"^i ({_ADVERBS})(\w+n't|\w+)", _user_does),
     (r"^call me\b", "The user wants to be called"),
     (r"^my name is\b", "The user's name is"),
+    (r"(?<=\s)I(?:'m| am)\b", "the user is"),
     (r"(?<=\s)I (?:don't|do not)\b", "the user doesn't"),
     (rf"(?<=\s)I ({_ADVERBS})(\w+n't|\w+)", _user_does),
-    (r"(?<=\s)I'm\b", "the user is"),
     (r"\bmy\b", "the user's"),
     (r"\bmyself\b", "themselves"),
     (r"\bme\b", "the user"),
@@ -309,7 +318,7 @@ def _dated(text: str, said_at: datetime | None) -> str:
     """The fact with the day it was said, when it names a day only relative to that."""
     if said_at is None or not _RELATIVE_TIME.search(text):
         return text
-    if _CJK_TEXT.search(text):
+    if text.endswith("。"):  # a Chinese sentence (_normalize ends each in its own language)
         return f"{text[:-1]}（{said_at.year}年{said_at.month}月{said_at.day}日說的）{text[-1]}"
     return f"{text[:-1]} (said on {said_at.day} {said_at:%B %Y}){text[-1]}"
 

@@ -95,9 +95,10 @@ _CJK_RUN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+")
 # "Agreed, Caroline." / "Mel, that's great" / "同意，卡洛琳。": a name said to someone, not about anything.
 _VOCATIVE = (
     re.compile(r"\b(?i:thanks|thank you|hi|hey|hello|bye|congrats|love you|miss you|see you)\s+[A-Z][a-z]+\b"),
-    # "Wow Mel, that's stunning!", "Yeah Mel, stoked!": an interjection, then the name set off.
-    re.compile(r"\b(?i:wow|woah|whoa|yeah|yes|yep|yup|oh|aw+|omg|haha|ha|sure|ok|okay|nah|well|great|nice|cool|"
-               r"awesome|sorry|hmm+|gosh|congratulations|morning|evening)\s+[A-Z][a-z]+(?:\s*,\s*|(?=\s*[!.~]))"),
+    # "Wow Mel, that's stunning!", "Yeah Mel, stoked!": at the start, an interjection, then the
+    # name set off by a comma or "!" (not "Great Britain", not "Sure Dana and Lee are invited").
+    re.compile(r"^(?:[Ww]ow|[Ww]oah|[Ww]hoa|[Yy]eah|[Yy]es|[Yy]ep|[Yy]up|[Oo]h|[Aa]w+|OMG|[Oo]mg|[Hh]aha|[Oo]k|[Oo]kay"
+               r"|[Nn]ah|[Aa]wesome|[Ss]orry|[Hh]mm+|[Gg]osh|[Cc]ongratulations)\s+[A-Z][a-z]+\s*(?:,\s*|(?=!))"),
     re.compile(r"[,，]\s*[A-Z][a-z]+[\s.!~,;:。！，～]*$"),  # at the end
     re.compile(r"(?<=[,，])\s*[A-Z][a-z]+\s*(?=[,，~!.;:。！～])"),  # set off by punctuation
     re.compile(r"^[A-Z][a-z]+\s*[,，~～!！]+\s*"),  # at the start

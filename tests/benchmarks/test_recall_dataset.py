@@ -60,11 +60,28 @@ def test_a_conversation_becomes_dated_sessions_of_tasks_and_its_answerable_quest
     ]
 
 
-def test_a_file_that_is_not_the_format_is_refused_by_name(tmp_path):
-    with pytest.raises(DatasetError, match="LoCoMo format"):
-        load_dataset(write(tmp_path, {"conversation": {}}))
+@pytest.mark.parametrize(
+    "data, says",
+    [
+        ({"conversation": {}}, "LoCoMo format"),
+        ([{"conversation": []}], "LoCoMo format"),
+        ([], "no conversation has turns"),
+        ([{"conversation": {"session_1": None}, "qa": [{"question": "Q?", "evidence": ["D1:1"], "category": 4}]}], "no conversation has turns"),
+        ([dict(SAMPLE, qa=[])], "no conversation has turns and a question"),
+    ],
+)
+def test_a_file_that_is_not_the_format_or_measures_nothing_is_refused_by_name(tmp_path, data, says):
+    with pytest.raises(DatasetError, match=says):
+        load_dataset(write(tmp_path, data))
+
+
+def test_the_command_says_what_is_wrong_with_its_dataset_arguments(tmp_path):
     with pytest.raises(CommandError, match="locomo.json"):
         call_command("bench_recall", dataset=str(tmp_path / "locomo.json") + ".missing")
+    with pytest.raises(CommandError, match="--limit"):
+        call_command("bench_recall", dataset=write(tmp_path, [SAMPLE]), limit=0)
+    with pytest.raises(CommandError, match="--limit"):
+        call_command("bench_recall", limit=2)
 
 
 @pytest.mark.django_db

@@ -33,8 +33,8 @@ class Simulation:
     """Runs a session task by task the way the app does: each build continues the last plan,
     and folds land (immediately) up to the plan's boundary."""
 
-    def __init__(self, policy: Policy, sizes: list[int], *, fold: bool = True, memory: bool = False):
-        self.policy, self.sizes, self.fold, self.memory = policy, sizes, fold, memory
+    def __init__(self, policy: Policy, sizes: list[int], *, fold: bool = True, memory: bool = False, instruction: str = "Next?"):
+        self.policy, self.sizes, self.fold, self.memory, self.instruction = policy, sizes, fold, memory, instruction
         self.records: list[Record] = []
         self.summarized = 0
         self.plan = None
@@ -43,7 +43,7 @@ class Simulation:
 
     def run(self) -> "Simulation":
         for turn in range(1, len(self.sizes) + 1):
-            prompt = self.build(turn)
+            prompt = self.build(turn, self.instruction)
             self.prompts.append(prompt)
             self.plan = context.WindowPlan.from_json(prompt.report["plan"])
             self.tails[turn] = context.ShownTail.from_json(prompt.report["tail"])
@@ -87,6 +87,7 @@ policies = st.builds(
     detailed_chars=st.integers(1_000, 12_000),
     fold_batch=st.integers(1, 5),
     summary_chars=st.integers(200, 6_000),
+    memory_chars=st.integers(300, 4_000),
     tool_digest_chars=st.integers(40, 400),
 )
 
@@ -101,11 +102,16 @@ policies = st.builds(
 def test_every_prompt_is_valid_accounts_for_every_task_and_keeps_its_budgets(policy, sizes, fold, memory):
     if policy.fold_batch > policy.detailed_tasks:
         policy = replace(policy, fold_batch=policy.detailed_tasks)
-    sim = Simulation(policy, sizes, fold=fold, memory=memory).run()
+    # "detail" is in every memory item: the ones layer 2 has no room for bear on the instruction.
+    sim = Simulation(policy, sizes, fold=fold, memory=memory, instruction="Next detail?").run()
 
     for turn, prompt in enumerate(sim.prompts, start=1):
         report = prompt.report
         assert find_faults(prompt.as_messages()) == []
+        assert report["budget"]["used"] <= report["budget"]["total"]
+        memory_lines = [line for text in (*prompt.system, *(m.content for m in prompt.messages)) for line in str(text).splitlines()
+                        if line.startswith("- [project] Fact")]
+        assert len(memory_lines) == len(set(memory_lines)), "no memory item is shown twice"
         summarized = list(range(1, report["summarized_through"] + 1))
         accounted = summarized + report["digested_tasks"] + report["detailed_tasks"]
         assert sorted(accounted) == list(range(1, turn)), "every earlier task exactly once"
@@ -314,9 +320,33 @@ def test_memory_too_large_for_its_layer_keeps_the_front_fixed_and_brings_what_be
     pricing, newsletter = ask("What does the Team plan cost?"), ask("When does the newsletter go out?")
 
     # Layer 2 holds the newest items whatever is asked, so the cached front is the same for both.
-    assert pricing.system == newsletter.system and pricing.report["layers"]["memory"]["items"] == [8, 9, 10, 11, 12]
+    layer = pricing.report["layers"]["memory"]["items"]
+    assert pricing.system == newsletter.system and layer and layer == [m.id for m in fillers][-len(layer):]
+    # Layer 2 and the tail's memory share memory's budget.
+    tail_lines = [line for line in pricing.messages[-2].content.splitlines() if line.startswith("- [")]
+    assert len(pricing.system[1]) + sum(len(line) + 1 for line in tail_lines) <= budget
     assert pricing.report["layers"]["recalled"]["memory_items"] == [1] and "$29" in pricing.messages[-2].content
     assert newsletter.report["layers"]["recalled"]["memory_items"] == [2] and "Thursdays" in newsletter.messages[-2].content
+
+
+def test_an_item_a_kept_tail_listed_is_not_shown_again_when_layer_2_makes_room_for_it():
+    old = [MemoryEntry(id=i, text=f"Old fact {i}: the office plant needs water on day {i}.", kind="company", updated=10 + i) for i in (1, 2)]
+    venue = MemoryEntry(id=3, text="The offsite venue is Lakeview Lodge, booked for the whole team from 4 to 6 May.", kind="decision", updated=1)
+    line = lambda m: len(f"- [{m.kind}] {m.text}") + 1  # noqa: E731
+    # Layer 2 holds one old fact; the venue fits beside it only once the other one is gone.
+    policy = Policy(memory_chars=line(old[0]) + line(venue) + 6 + context.MEMORY_FRAME_CHARS)
+    first = build_prompt(PromptInputs(policy=policy, system="S", instruction="Which venue for the offsite?", turn=1, memory=(*old, venue)))
+    assert first.report["layers"]["memory"]["items"] == [2]
+    assert first.report["layers"]["recalled"]["memory_items"] == [3], "the venue rides in the tail"
+
+    # The newest fact is forgotten: layer 2 now has room for the venue, which the kept tail lists.
+    second = build_prompt(PromptInputs(
+        policy=policy, system="S", instruction="Which venue for the offsite?", turn=2, tasks=tasks_of(make_task(1)),
+        memory=(old[0], venue), previous_plan=context.WindowPlan.from_json(first.report["plan"]),
+        shown_tails={1: context.ShownTail.from_json(first.report["tail"])},
+    ))
+    assert second.report["layers"]["memory"]["items"] == [1, 3]
+    assert whole(second).count("Lakeview Lodge") == 1
 
 
 def test_memory_added_since_the_last_fold_rides_in_the_tail_so_the_front_stays_cached():

@@ -352,6 +352,10 @@ def test_what_a_person_tells_about_themselves_is_remembered(said, kept):
         ("I haven't done pottery yet, but I finally bought clay.", "The user hasn't done pottery yet, but the user finally bought clay."),
         ("I finally passed the adoption agency interviews.", "The user finally passed the adoption agency interviews."),
         ("I apply for grants every spring.", "The user applies for grants every spring."),
+        # Present forms that are also past ones, and verbs in -ly, are still verbs.
+        ("I read a chapter every night.", "The user reads a chapter every night."),
+        ("I comply with GDPR in every project.", "The user complies with GDPR in every project."),
+        ("I'm a nurse and I am training for a marathon.", "The user is a nurse and the user is training for a marathon."),
     ],
 )
 def test_a_fact_retold_about_the_user_keeps_its_verbs_right(said, kept):
@@ -367,6 +371,10 @@ def test_a_fact_that_names_a_day_relative_to_when_it_was_said_is_dated():
     assert [c.text for c in extract_candidates(TaskRecords(turn=1, records=records))] == [
         "The user went to an LGBTQ support group yesterday (said on 8 May 2023).",
         "The user's daughter starts school in September.",
+    ]
+    named = (Record("u1", None, 1, "user", "I met 王小明 yesterday at the fair.", None, when),)
+    assert [c.text for c in extract_candidates(TaskRecords(turn=1, records=named))] == [
+        "The user met 王小明 yesterday at the fair (said on 8 May 2023)."
     ]
     chinese = (Record("u1", None, 1, "user", "我昨天去了陶藝課。", None, when),)
     assert [c.text for c in extract_candidates(TaskRecords(turn=1, records=chinese))] == ["使用者昨天去了陶藝課（2023年5月8日說的）。"]

@@ -1,10 +1,11 @@
 import re
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sessions.history import Record, TaskRecords, ToolCall
-from sessions.summarize import SECTIONS, content_words, parse_summary, summarize_extractively, topic_label
+from sessions.summarize import SECTIONS, content_words, parse_summary, summarize_extractively, topic_label, without_vocative
 
 
 def task(turn: int, *specs: tuple) -> TaskRecords:
@@ -445,3 +446,21 @@ def test_a_reply_given_again_is_one_bullet_even_after_the_old_one_was_shortened_
     commitments = section(summary, "Commitments and next steps")
     assert commitments.count("weekly status") == 1, commitments
     assert "(task 9, Mina)" in commitments
+
+
+@pytest.mark.parametrize(
+    "said, meant",
+    [
+        ("Yeah Mel, stoked!", "stoked!"),
+        ("Wow Mel, that painting is stunning!", "that painting is stunning!"),
+        ("Agreed, Caroline.", "Agreed"),
+        # Names that are what the sentence is about stay.
+        ("We moved to Great Britain.", "We moved to Great Britain."),
+        ("The venue is the Great Hall.", "The venue is the Great Hall."),
+        ("It was a great Christmas!", "It was a great Christmas!"),
+        ("Make sure Dana, Lee and Sam are invited.", "Make sure Dana, Lee and Sam are invited."),
+        ("It was a nice Tuesday, so we hiked.", "It was a nice Tuesday, so we hiked."),
+    ],
+)
+def test_only_the_name_a_sentence_is_said_to_is_taken_out(said, meant):
+    assert without_vocative(said) == meant

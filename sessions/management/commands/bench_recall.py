@@ -64,6 +64,8 @@ class Command(BaseCommand):
 
     def handle(self, *args, tasks: int, language: str, seed: int, search_sizes: str, layouts: str, quick: bool,
                dataset: str | None, limit: int | None, out: str | None, **options) -> None:
+        if limit is not None and (not dataset or limit < 1):
+            raise CommandError("--limit takes a number of conversations, at least 1, and goes with --dataset.")
         if dataset:
             search_sizes = ""  # the search is timed on generated sessions of chosen sizes, not on a dataset
         if quick:
