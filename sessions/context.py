@@ -849,18 +849,42 @@ def select_recall(
     if not ranked or room <= 0:
         return []
     floor = RECALL_CUTOFF * ranked[0].score
-    chosen: list[RecallCandidate] = []
+    chosen: dict[tuple[int, int], RecallCandidate] = {}
     used = len(RECALL_HEADER) + len(RECALL_FRAME) + 2
     for candidate in ranked:
         if candidate.score < floor:
             break
-        if candidate.key in leave_out:
+        if candidate.key in leave_out or candidate.key in chosen:
             continue
-        size = len(render_exchange(candidate)) + 2
+        # Consecutive tasks are shown as one block (render_run): what this one adds is the block
+        # it makes with its neighbours, less the blocks they were.
+        before, after = _neighbours(chosen, candidate, -1), _neighbours(chosen, candidate, 1)
+        size = len(render_run([*before, candidate, *after])) + 2 - sum(len(render_run(run)) + 2 for run in (before, after) if run)
         if used + size <= room:
-            chosen.append(candidate)
+            chosen[candidate.key] = candidate
             used += size
-    return chosen
+    return list(chosen.values())
+
+
+def _neighbours(chosen: Mapping[tuple[int, int], RecallCandidate], candidate: RecallCandidate, step: int) -> list[RecallCandidate]:
+    """The chosen exchanges of the same day right before (step -1) or after (step 1) this one, in order."""
+    found = []
+    while (near := chosen.get((candidate.session, candidate.turn + step * (len(found) + 1)))) and near.when == candidate.when:
+        found.append(near)
+    return found[::-1] if step < 0 else found
+
+
+def recall_runs(recalled: Iterable[RecallCandidate]) -> list[list[RecallCandidate]]:
+    """Recalled exchanges in the order they happened, consecutive tasks of one session and day together
+    (a block has one date)."""
+    runs: list[list[RecallCandidate]] = []
+    for candidate in sorted(recalled, key=lambda c: c.key):
+        previous = runs[-1][-1] if runs else None
+        if previous and previous.key == (candidate.session, candidate.turn - 1) and previous.when == candidate.when:
+            runs[-1].append(candidate)
+        else:
+            runs.append([candidate])
+    return runs
 
 
 RECALL_FRAME = "(earlier exchanges that bear on this instruction, oldest first; for reference only)"
@@ -874,24 +898,36 @@ def _tail_text(memory_lines: Sequence[str], recalled: Sequence[RecallCandidate])
     parts = [f"{RECALL_HEADER} {RECALL_FRAME}"]
     if memory_lines:
         parts.append(FRESH_MEMORY_HEADER + "\n" + "\n".join(memory_lines))
-    parts.extend(render_exchange(c) for c in sorted(recalled, key=lambda c: c.key))
+    parts.extend(render_run(run) for run in recall_runs(recalled))
     return "\n\n".join(parts)
 
 
 def render_exchange(candidate: RecallCandidate) -> str:
     """An exchange as the model reads it: where and when, then who said what, verbatim."""
+    return render_run([candidate])
+
+
+def render_run(run: Sequence[RecallCandidate]) -> str:
+    """Exchanges of consecutive tasks as one block: where and when, then who said what, verbatim.
+
+    The turn before the first exchange and after the last come along when they are part of it
+    (a question asked across two tasks); between two exchanges of the block they are the
+    exchanges themselves, so they are said once.
+    """
+    first, last = run[0], run[-1]
     # "of this conversation" goes without saying: the tail's header says so.
-    where = " of an earlier conversation" if candidate.earlier_session else ""
-    label = f"## Task {candidate.turn}{where}" + (f", {candidate.when}" if candidate.when else "")
-    speaker = (candidate.coworker or "coworker").capitalize()
-    lines = [label]
-    if candidate.before:
-        lines.append(f"{speaker} (the task before): {shorten(candidate.before, RECALL_MESSAGE_CHARS)}")
-    lines.append(f"User: {shorten(candidate.instruction, RECALL_MESSAGE_CHARS)}")
-    if candidate.answer:
-        lines.append(f"{speaker}: {shorten(candidate.answer, RECALL_MESSAGE_CHARS)}")
-    if candidate.after:
-        lines.append(f"User (the task after): {shorten(candidate.after, RECALL_MESSAGE_CHARS)}")
+    where = " of an earlier conversation" if first.earlier_session else ""
+    tasks = f"Task {first.turn}" if len(run) == 1 else f"Tasks {first.turn}–{last.turn}"
+    lines = [f"## {tasks}{where}" + (f", {first.when}" if first.when else "")]
+    for candidate in run:
+        speaker = (candidate.coworker or "coworker").capitalize()
+        if candidate.before and candidate is first:
+            lines.append(f"{speaker} (the task before): {shorten(candidate.before, RECALL_MESSAGE_CHARS)}")
+        lines.append(f"User: {shorten(candidate.instruction, RECALL_MESSAGE_CHARS)}")
+        if candidate.answer:
+            lines.append(f"{speaker}: {shorten(candidate.answer, RECALL_MESSAGE_CHARS)}")
+        if candidate.after and candidate is last:
+            lines.append(f"User (the task after): {shorten(candidate.after, RECALL_MESSAGE_CHARS)}")
     return "\n".join(lines)
 
 

@@ -388,6 +388,30 @@ def test_recall_brings_back_the_exchange_that_matters_verbatim_labelled_with_its
     assert "## Task 5, Mon 4 May 2026" in tail
 
 
+def test_recalled_exchanges_of_consecutive_tasks_read_as_one_block_and_say_each_turn_once():
+    monday, tuesday = "Mon 4 May 2026", "Tue 5 May 2026"
+    asked = "Which venue do you like for the offsite?"
+    candidates = (
+        RecallCandidate(turn=4, instruction="Find venues for the offsite", answer=f"Three options. {asked}", score=9.0, when=monday,
+                        after="Lakeview Lodge, for the offsite."),
+        RecallCandidate(turn=5, instruction="Lakeview Lodge, for the offsite.", answer="Booked Lakeview Lodge for the offsite.", score=8.0,
+                        when=monday, before=asked),
+        RecallCandidate(turn=6, instruction="Tell the team about the offsite", answer="Sent the offsite invite.", score=7.0, when=tuesday),
+    )
+    chosen = context.select_recall(candidates, 10_000)
+    tail = context._tail_text([], chosen)
+
+    assert [c.turn for c in chosen] == [4, 5, 6]
+    assert "## Tasks 4–5, Mon 4 May 2026\nUser: Find venues for the offsite\n" in tail
+    assert tail.count(asked) == 1 and tail.count("Lakeview Lodge, for the offsite.") == 1
+    # Another day is another block, with its own date.
+    assert "## Task 6, Tue 5 May 2026\nUser: Tell the team about the offsite" in tail
+    # What the selection counted is what the tail is.
+    room = len(tail) + 1  # it counts a separator after the last block too
+    assert [c.turn for c in context.select_recall(candidates, room)] == [4, 5, 6]
+    assert [c.turn for c in context.select_recall(candidates, room - 1)] == [4, 5]
+
+
 def test_what_the_window_and_the_summary_leave_unused_goes_to_recall_never_past_the_sum_of_the_budgets():
     policy = Policy(recall_chars=500)
     candidates = tuple(
