@@ -190,10 +190,10 @@ def _topic_tokens(text: str) -> set[str]:
 
 # --- reply: where the lines come from ----------------------------------------
 
-# A recalled exchange's header ("## Task 12, Mon 4 May 2026", "## Task 3 of an earlier
-# conversation, …") and its people's lines.
+# A recalled block's header ("## Task 12, Mon 4 May 2026", "## Tasks 4–5, …", "## Task 3 of an
+# earlier conversation, …") and its people's lines.
 _EXCHANGE = re.compile(
-    r"^##\s+Task\s+(?P<turn>\d+)(?:\s+of\s+(?P<where>this conversation|an earlier conversation))?(?:,\s*(?P<when>.+))?$"
+    r"^##\s+Tasks?\s+(?P<turn>\d+)(?:–\d+)?(?:\s+of\s+(?P<where>this conversation|an earlier conversation))?(?:,\s*(?P<when>.+))?$"
 )
 _SAID_BY_USER = re.compile(r"^User(?:\s+\(the task after\))?:\s*(?P<text>.+)$")
 # "Draft…", "Remind me…", "Please…", "Can you…", 「請…」「幫我…」: a request, which answers nothing

@@ -292,6 +292,20 @@ def test_it_answers_from_what_the_person_said_in_a_recalled_exchange_not_from_th
     assert completion.text == f"{FOUND}\n\n- We booked the Harbour Loft for the offsite (you said this on May 3)"
 
 
+def test_it_dates_what_the_person_said_in_a_block_of_consecutive_recalled_exchanges_by_that_block():
+    recalled = HumanMessage(
+        context._tail_text([], [
+            context.RecallCandidate(turn=1, instruction="Plan the launch party.", answer="Planned.", coworker="mina", when="Fri 1 May 2026"),
+            context.RecallCandidate(turn=5, instruction="Find a venue for the offsite.", answer="Which one?", coworker="mina", when="Sun 3 May 2026"),
+            context.RecallCandidate(turn=6, instruction="We booked the Harbour Loft for the offsite.", answer="Great.", coworker="mina",
+                                    when="Sun 3 May 2026"),
+        ])
+    )
+    assert "## Tasks 5–6, Sun 3 May 2026" in recalled.content
+    completion = OfflineResponder().complete(ask("Remind me about the offsite venue", recalled, system=(PERSONA,)))
+    assert "- We booked the Harbour Loft for the offsite (you said this on May 3)" in completion.text
+
+
 def test_it_says_it_has_nothing_yet_when_nothing_is_relevant():
     completion = OfflineResponder().complete(ask("Who is our lawyer?"))
     assert completion.text == NOTHING_YET
