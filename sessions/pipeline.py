@@ -2,7 +2,7 @@
 
 An instruction is stored first (sessions.posting); the run_task job then calls
 run_task here. run_task claims the task with a lease, builds each prompt, streams the
-reply to the channel in batched deltas, runs the tool loop, stores every message
+reply to the channel in batched deltas (sessions.deltas), runs the tool loop, stores every message
 the moment it exists, and ends the task done, failed or stopped; folding and
 memory follow (the jobs module enqueues them when it hears task_finished). A worker
 that dies leaves an expired lease; the next delivery resumes from what was stored.
@@ -13,7 +13,6 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from datetime import timedelta
 from decimal import Decimal
 
@@ -31,6 +30,7 @@ from office import background, events
 from office.models import Channel
 
 from . import context, meetings, prompts, services, spending, stops
+from .deltas import DeltaBatcher
 from .models import Message, Task
 from .posting import instruction_of, post_message, task_json
 
@@ -40,8 +40,6 @@ log = logging.getLogger(__name__)
 MAX_STEPS = 8
 # A task whose worker died this many times is failed rather than tried again.
 MAX_ATTEMPTS = 3
-# Deltas are batched: one event every 50 ms or 200 characters, not one per token.
-DELTA_SECONDS, DELTA_CHARS = 0.05, 200
 # How often a running task looks for a stop request (a database read).
 STOP_CHECK_SECONDS = 0.5
 
@@ -228,18 +226,18 @@ def work_as(task: Task, slug: str, provider: Provider) -> str:
                 "channel_kind": channel.kind,
             },
         )
-        deltas = DeltaBatcher(channel.pk, task.pk, slug)
-        release_connection()
-        try:
-            completion = provider.complete(request, on_text=deltas.push, should_stop=stopped)
-        except ProviderError as error:
+        with DeltaBatcher(channel.pk, task.pk, slug) as deltas:
+            release_connection()
+            try:
+                completion = provider.complete(request, on_text=deltas.push, should_stop=stopped)
+            except ProviderError as error:
+                deltas.finish()
+                partial = getattr(error, "partial_text", "")
+                if partial.strip() and not stopped.superseded:
+                    # Keep what was said before the connection broke; the task then fails clearly.
+                    store_reply(task, slug, Completion(text=partial), provider)
+                raise
             deltas.finish()
-            partial = getattr(error, "partial_text", "")
-            if partial.strip() and not stopped.superseded:
-                # Keep what was said before the connection broke; the task then fails clearly.
-                store_reply(task, slug, Completion(text=partial), provider)
-            raise
-        deltas.finish()
         if stopped(fresh=True) and stopped.superseded:
             # Checked right before storing: a stale (or interrupted) attempt adds nothing.
             raise Interrupted() if stopped.interrupted else Superseded()
@@ -417,35 +415,3 @@ class Superseded(Exception):
 
 class Interrupted(Superseded):
     """The server is stopping: this attempt leaves without storing or finishing anything."""
-
-
-@dataclass
-class DeltaBatcher:
-    """Collects streamed text and sends it as `delta` events, batched by time and size."""
-
-    channel_id: int
-    task_id: int
-    coworker: str
-    clock: Callable[[], float] = time.monotonic
-
-    def __post_init__(self) -> None:
-        self.buffer: list[str] = []
-        self.size = 0
-        self.sent_at = self.clock()
-
-    def push(self, text: str) -> None:
-        self.buffer.append(text)
-        self.size += len(text)
-        if self.size >= DELTA_CHARS or self.clock() - self.sent_at >= DELTA_SECONDS:
-            self.flush()
-
-    def finish(self) -> None:
-        """The stream ended: send the rest, and wait until every delta has gone out, before the
-        reply is stored (events.sent_out)."""
-        self.flush()
-        events.sent_out(self.channel_id)
-
-    def flush(self) -> None:
-        if self.buffer:
-            events.send_now(self.channel_id, {"type": "delta", "task": self.task_id, "coworker": self.coworker, "text": "".join(self.buffer)})
-        self.buffer, self.size, self.sent_at = [], 0, self.clock()
