@@ -232,7 +232,7 @@ def work_as(task: Task, slug: str, provider: Provider) -> str:
         with DeltaBatcher(channel.pk, task.pk, slug) as deltas:
             release_connection()
             try:
-                completion = provider.complete(request, on_text=deltas.push, should_stop=stopped)
+                completion = provider.complete(request, on_text=deltas.push, should_stop=stopped.while_streaming)
             except ProviderError as error:
                 deltas.finish()
                 partial = getattr(error, "partial_text", "")
@@ -392,8 +392,16 @@ class StopCheck:
             if not self.stopped and self.clock() - self.renewed_at >= lease().total_seconds() / 3:
                 self.renewed_at = self.clock()
                 renew_lease_of(self.task_id, self.attempt)
-            release_connection()  # checked while the model streams: back to waiting
         return self.stopped
+
+    def while_streaming(self) -> bool:
+        """The check the model's stream makes (should_stop): then the connection goes back to the
+        pool, since the stream goes on waiting. The runner's own checks keep it: work on the
+        database follows them, and a connection given back mid-start is waited for again at the
+        back of the queue, behind every reply that started meanwhile (in a burst, all of them)."""
+        stopped = self()
+        release_connection()
+        return stopped
 
     def outcome(self) -> str:
         """What a halted attempt reports: stopped, unless it was taken over (then it must leave quietly)."""
@@ -406,9 +414,7 @@ class StopCheck:
 
 def _read_stops(task_ids: set[int]) -> dict[int, stops.Seen]:
     rows = Task.objects.filter(pk__in=task_ids).values_list("pk", "stop_requested_at", "attempts")
-    seen = {pk: stops.Seen(stop_requested=requested is not None, attempts=attempts) for pk, requested, attempts in rows}
-    release_connection()
-    return seen
+    return {pk: stops.Seen(stop_requested=requested is not None, attempts=attempts) for pk, requested, attempts in rows}
 
 
 _stop_board = stops.Board(every=STOP_CHECK_SECONDS, read=_read_stops)
