@@ -168,7 +168,10 @@ def claim(task_id: int) -> Task | None:
                 raise TaskBusy(retry_in=max((held_until - now).total_seconds(), 1.0))
             return None
     task = Task.objects.select_related("session__channel__office").get(pk=task_id)
-    events.send_event(task.session.channel_id, "task", **task_json(task))
+    with events.unawaited():
+        # Nothing here needs it sent yet (the stream that follows queues behind it), and this thread
+        # holds a pooled connection the next task's claim is waiting for.
+        events.send_event(task.session.channel_id, "task", **task_json(task))
     return task
 
 
