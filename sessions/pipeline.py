@@ -2,7 +2,7 @@
 
 An instruction is stored first (sessions.posting); the run_task job then calls
 run_task here. run_task claims the task with a lease, builds each prompt, streams the
-reply to the channel in batched deltas, runs the tool loop, stores every message
+reply to the channel in batched deltas (sessions.deltas), runs the tool loop, stores every message
 the moment it exists, and ends the task done, failed or stopped; folding and
 memory follow (the jobs module enqueues them when it hears task_finished). A worker
 that dies leaves an expired lease; the next delivery resumes from what was stored.
@@ -13,13 +13,12 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from datetime import timedelta
 from decimal import Decimal
 
 from django.conf import settings
 from django.db import connection
-from django.db.models import F
+from django.db.models import F, Q, Subquery
 from django.db.models.functions import Coalesce
 from django.dispatch import Signal
 from django.utils import timezone
@@ -31,8 +30,9 @@ from office import background, events
 from office.models import Channel
 
 from . import context, meetings, prompts, services, spending, stops
+from .deltas import DeltaBatcher
 from .models import Message, Task
-from .posting import instruction_of, post_message, task_json
+from .posting import post_message, task_json
 
 log = logging.getLogger(__name__)
 
@@ -40,8 +40,6 @@ log = logging.getLogger(__name__)
 MAX_STEPS = 8
 # A task whose worker died this many times is failed rather than tried again.
 MAX_ATTEMPTS = 3
-# Deltas are batched: one event every 50 ms or 200 characters, not one per token.
-DELTA_SECONDS, DELTA_CHARS = 0.05, 200
 # How often a running task looks for a stop request (a database read).
 STOP_CHECK_SECONDS = 0.5
 
@@ -170,18 +168,21 @@ def claim(task_id: int) -> Task | None:
                 raise TaskBusy(retry_in=max((held_until - now).total_seconds(), 1.0))
             return None
     task = Task.objects.select_related("session__channel__office").get(pk=task_id)
-    events.send_event(task.session.channel_id, "task", **task_json(task))
+    with events.unawaited():
+        # Nothing here needs it sent yet (the stream that follows queues behind it), and this thread
+        # holds a pooled connection the next task's claim is waiting for.
+        events.send_event(task.session.channel_id, "task", **task_json(task))
     return task
 
 
 def earlier_task_working(task_id: int, now) -> bool:
     """Is an earlier task of the same session queued, or running with a live lease?"""
-    task = Task.objects.filter(pk=task_id).values("session_id", "turn").first()
-    if task is None:
-        return False
-    earlier = Task.objects.filter(session_id=task["session_id"], turn__lt=task["turn"])
-    return earlier.filter(status=Task.Status.QUEUED).exists() or earlier.filter(
-        status=Task.Status.RUNNING, lease_until__gte=now
+    this = Task.objects.filter(pk=task_id).order_by()  # no default ordering: it joins the session
+    # One statement: every task claims through here, a hundred of them at once in a burst.
+    return Task.objects.filter(
+        Q(status=Task.Status.QUEUED) | Q(status=Task.Status.RUNNING, lease_until__gte=now),
+        session_id=Subquery(this.values("session_id")),
+        turn__lt=Subquery(this.values("turn")),
     ).exists()
 
 
@@ -205,9 +206,12 @@ def work_as(task: Task, slug: str, provider: Provider) -> str:
     for step in range(MAX_STEPS):
         if stopped():
             return stopped.outcome()
-        current = [services.record_from_row(row) for row in services.task_messages(session, turn=task.turn)][1:]
+        # One read of the task's own messages: its instruction (the first person's message), then the rest.
+        rows = list(services.task_messages(session, turn=task.turn))
+        instruction = next((row.content for row in rows if row.role == Message.Role.USER), "")
+        current = [services.record_from_row(row) for row in rows][1:]
         prompt = prompts.build_for_task(
-            session=session, instruction=instruction_of(task), turn=task.turn, coworker=coworker, current=current
+            session=session, instruction=instruction, turn=task.turn, coworker=coworker, current=current, policy=policy
         )
         if task.prompt_report is None:
             task.prompt_report = {**prompt.report, "cache": cache.as_report()}  # the report says how long it was cached
@@ -228,18 +232,18 @@ def work_as(task: Task, slug: str, provider: Provider) -> str:
                 "channel_kind": channel.kind,
             },
         )
-        deltas = DeltaBatcher(channel.pk, task.pk, slug)
-        release_connection()
-        try:
-            completion = provider.complete(request, on_text=deltas.push, should_stop=stopped)
-        except ProviderError as error:
+        with DeltaBatcher(channel.pk, task.pk, slug) as deltas:
+            release_connection()
+            try:
+                completion = provider.complete(request, on_text=deltas.push, should_stop=stopped.while_streaming)
+            except ProviderError as error:
+                deltas.finish()
+                partial = getattr(error, "partial_text", "")
+                if partial.strip() and not stopped.superseded:
+                    # Keep what was said before the connection broke; the task then fails clearly.
+                    store_reply(task, slug, Completion(text=partial), provider)
+                raise
             deltas.finish()
-            partial = getattr(error, "partial_text", "")
-            if partial.strip() and not stopped.superseded:
-                # Keep what was said before the connection broke; the task then fails clearly.
-                store_reply(task, slug, Completion(text=partial), provider)
-            raise
-        deltas.finish()
         if stopped(fresh=True) and stopped.superseded:
             # Checked right before storing: a stale (or interrupted) attempt adds nothing.
             raise Interrupted() if stopped.interrupted else Superseded()
@@ -371,7 +375,9 @@ class StopCheck:
 
     def __init__(self, task_id: int, attempt: int | None = None, clock: Callable[[], float] = time.monotonic) -> None:
         self.task_id, self.attempt, self.clock = task_id, attempt, clock
-        self.checked_at = self.renewed_at = float("-inf")
+        self.checked_at = float("-inf")
+        # Made right after the claim (or a renewal) set the lease: the first renewal is due a third of it later.
+        self.renewed_at = clock()
         self.stopped = self.superseded = self.interrupted = False
         self.watched_since = _stop_board.watch(self, task_id)
 
@@ -389,8 +395,16 @@ class StopCheck:
             if not self.stopped and self.clock() - self.renewed_at >= lease().total_seconds() / 3:
                 self.renewed_at = self.clock()
                 renew_lease_of(self.task_id, self.attempt)
-            release_connection()  # checked while the model streams: back to waiting
         return self.stopped
+
+    def while_streaming(self) -> bool:
+        """The check the model's stream makes (should_stop): then the connection goes back to the
+        pool, since the stream goes on waiting. The runner's own checks keep it: work on the
+        database follows them, and a connection given back mid-start is waited for again at the
+        back of the queue, behind every reply that started meanwhile (in a burst, all of them)."""
+        stopped = self()
+        release_connection()
+        return stopped
 
     def outcome(self) -> str:
         """What a halted attempt reports: stopped, unless it was taken over (then it must leave quietly)."""
@@ -403,9 +417,7 @@ class StopCheck:
 
 def _read_stops(task_ids: set[int]) -> dict[int, stops.Seen]:
     rows = Task.objects.filter(pk__in=task_ids).values_list("pk", "stop_requested_at", "attempts")
-    seen = {pk: stops.Seen(stop_requested=requested is not None, attempts=attempts) for pk, requested, attempts in rows}
-    release_connection()
-    return seen
+    return {pk: stops.Seen(stop_requested=requested is not None, attempts=attempts) for pk, requested, attempts in rows}
 
 
 _stop_board = stops.Board(every=STOP_CHECK_SECONDS, read=_read_stops)
@@ -417,35 +429,3 @@ class Superseded(Exception):
 
 class Interrupted(Superseded):
     """The server is stopping: this attempt leaves without storing or finishing anything."""
-
-
-@dataclass
-class DeltaBatcher:
-    """Collects streamed text and sends it as `delta` events, batched by time and size."""
-
-    channel_id: int
-    task_id: int
-    coworker: str
-    clock: Callable[[], float] = time.monotonic
-
-    def __post_init__(self) -> None:
-        self.buffer: list[str] = []
-        self.size = 0
-        self.sent_at = self.clock()
-
-    def push(self, text: str) -> None:
-        self.buffer.append(text)
-        self.size += len(text)
-        if self.size >= DELTA_CHARS or self.clock() - self.sent_at >= DELTA_SECONDS:
-            self.flush()
-
-    def finish(self) -> None:
-        """The stream ended: send the rest, and wait until every delta has gone out, before the
-        reply is stored (events.sent_out)."""
-        self.flush()
-        events.sent_out(self.channel_id)
-
-    def flush(self) -> None:
-        if self.buffer:
-            events.send_now(self.channel_id, {"type": "delta", "task": self.task_id, "coworker": self.coworker, "text": "".join(self.buffer)})
-        self.buffer, self.size, self.sent_at = [], 0, self.clock()

@@ -102,10 +102,12 @@ def load_prompt_inputs(
     turn: int,
     coworker: Coworker | None = None,
     current: Sequence[history.Record] = (),
+    policy: Policy | None = None,
 ) -> context.PromptInputs:
+    """`policy`: resolve_policy(channel, coworker) when the caller has it already (the runner does)."""
     channel = session.channel
     coworker = coworker or answering_coworker(channel, session)
-    policy = resolve_policy(channel, coworker)
+    policy = policy or resolve_policy(channel, coworker)
     summary = latest_summary(session)
     summarized_through = summary.through_turn if summary else 0
 
@@ -339,9 +341,11 @@ def _day(when: datetime | None) -> str:
 
 
 def build_for_task(
-    *, session: Session, instruction: str, turn: int, coworker: Coworker | None = None, current=()
+    *, session: Session, instruction: str, turn: int, coworker: Coworker | None = None, current=(), policy: Policy | None = None
 ) -> context.Prompt:
-    inputs = load_prompt_inputs(session=session, instruction=instruction, turn=turn, coworker=coworker, current=current)
+    inputs = load_prompt_inputs(
+        session=session, instruction=instruction, turn=turn, coworker=coworker, current=current, policy=policy
+    )
     return context.build_prompt(inputs)
 
 

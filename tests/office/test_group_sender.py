@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import time
 
 import pytest
 
@@ -123,3 +124,43 @@ def test_an_acknowledgement_stops_at_its_task_so_what_follows_comes_in_order_wit
     assert [f["seq"] for f in acknowledgement(frames, 9)] == [4, 5]
     # A resend of a task this socket has seen: everything after it, as before.
     assert acknowledgement(frames[2:], 3) == frames[2:]
+
+
+class GatedLayer:
+    """A channel layer (configured as the backend) that sends nothing until its gate opens: Redis
+    on a machine busy with a hundred streams."""
+
+    def __init__(self, **config) -> None:
+        self.sent: list[dict] = []
+        self.gate = threading.Event()
+
+    async def group_send(self, group: str, message: dict) -> None:
+        while not self.gate.is_set():
+            await asyncio.sleep(0.005)
+        self.sent.append(message["event"])
+
+
+def test_a_claims_running_event_does_not_wait_for_redis_but_still_goes_before_the_stream(settings):
+    from channels.layers import channel_layers, get_channel_layer
+
+    from office import events
+
+    channel_layers.backends.clear()
+    settings.CHANNEL_LAYERS = {"default": {"BACKEND": "tests.office.test_group_sender.GatedLayer"}}
+    layer = get_channel_layer()
+    try:
+        began = time.monotonic()
+        with events.unawaited():
+            events.send_now(1, {"type": "task", "status": "running", "seq": 3})
+        assert time.monotonic() - began < 1 and layer.sent == []  # handed over while the gate is shut
+        events.send_now(1, {"type": "delta", "task": 1, "text": "Hel"})
+        threading.Timer(0.2, layer.gate.set).start()
+        events.send_now(1, {"type": "message", "seq": 4})  # outside the block: waits for its turn
+        assert layer.sent == [
+            {"type": "task", "status": "running", "seq": 3},
+            {"type": "delta", "task": 1, "text": "Hel"},
+            {"type": "message", "seq": 4},
+        ]
+    finally:
+        layer.gate.set()
+        channel_layers.backends.clear()
