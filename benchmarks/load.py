@@ -344,7 +344,7 @@ def write_results(report: Report, items: list[Instruction], directory: Path) -> 
     directory.mkdir(parents=True, exist_ok=True)
     stamp = datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S")
     path = directory / f"load-{report.clients}x{report.instructions}-{stamp}.json"
-    records = [{k: v for k, v in asdict(item).items() if k not in {"streamed", "reply", "text"}} for item in items]
+    records = [{k: v for k, v in asdict(item).items() if k not in {"streamed", "deltas", "early", "reply", "text"}} for item in items]
     path.write_text(json.dumps({**report.as_json(), "instructions_detail": records}, indent=1))
     return path
 

@@ -37,6 +37,9 @@ class Instruction:
     error: str = ""  # the code of an `error` frame the server answered it with (e.g. rate_limited)
     sent_at: float | None = None  # when it was sent, on the tool's clock (for what overlapped what)
     streamed: str = ""  # the deltas of its task, joined
+    deltas: list[str] = field(default_factory=list)  # the same, one text per delta frame
+    # Deltas of its task that arrived before the task frame that names it (so not in `streamed`).
+    early: str = ""
     reply: str | None = None  # the assistant reply delivered live
     # In the final state (the channel's stored events, replayed by resync):
     stored_instructions: int = 0
@@ -70,8 +73,12 @@ def follow(item: Instruction, frames: Sequence[dict[str, Any]], arrived: Sequenc
     acknowledgement (the `message` frame carrying its user message), its task (the `task` frames
     of that turn), the first `delta` of that task, the task's end, and its reply."""
     item.sent_at = sent
+    # Deltas of tasks not yet named: one of them may turn out to be this instruction's task.
+    unnamed: dict[Any, str] = {}
     for frame, at in zip(frames, arrived):
         kind = frame.get("type")
+        if kind == "delta" and (item.task is None or frame.get("task") != item.task):
+            unnamed[frame.get("task")] = unnamed.get(frame.get("task"), "") + (frame.get("text") or "")
         if item.ack is None:
             if is_user_message(frame, item.text):
                 item.ack, item.turn = at - sent, frame["message"].get("turn")
@@ -79,6 +86,8 @@ def follow(item: Instruction, frames: Sequence[dict[str, Any]], arrived: Sequenc
                 item.error = str(frame.get("code") or "error")
             continue
         if kind == "task" and frame.get("turn") == item.turn:
+            if item.task is None:
+                item.early = unnamed.get(frame.get("id"), "")
             item.task = frame.get("id")
             item.status = frame.get("status") or ""
             if item.status in FINISHED and item.done is None:
@@ -87,10 +96,88 @@ def follow(item: Instruction, frames: Sequence[dict[str, Any]], arrived: Sequenc
             if item.first_delta is None:
                 item.first_delta = at - sent
             item.streamed += frame.get("text") or ""
+            item.deltas.append(frame.get("text") or "")
         elif kind == "message" and (frame.get("message") or {}).get("role") == "assistant":
             if frame["message"].get("turn") == item.turn and item.reply is None:
                 item.reply = frame["message"].get("content") or ""
     return item
+
+
+# How a reply's stream differed from its stored text (stream_difference), in the order checked.
+STREAM_KINDS = {
+    "before_task_frame": "deltas came before the task frame (the tool's accounting)",
+    "end_missing": "the end missing",
+    "extra_at_end": "something extra at the end",
+    "repeated": "text streamed again",
+    "middle_missing": "text missing in the middle",
+    "other": "other",
+}
+# The reply's opening: seen again further into the stream, a second attempt streamed from the start.
+OPENING_CHARS = 40
+
+
+def stream_difference(item: Instruction) -> str | None:
+    """Which of STREAM_KINDS the live stream of a stored reply is, or None if it is the reply (or
+    there is no stream or no reply to compare). Checked in STREAM_KINDS' order: the first that fits."""
+    streamed, reply = item.streamed, item.reply
+    if reply is None or not (streamed or item.early) or streamed == reply:
+        return None
+    if item.early and item.early + streamed == reply:
+        return "before_task_frame"
+    if reply.startswith(streamed):
+        return "end_missing"
+    if streamed.startswith(reply):
+        return "extra_at_end"
+    opening = reply[:OPENING_CHARS]
+    if opening and streamed.find(opening, 1) > 0:
+        return "repeated"
+    if len(streamed) < len(reply) and in_order(item.deltas or [streamed], reply):
+        return "middle_missing"
+    return "other"
+
+
+def in_order(pieces: Sequence[str], text: str) -> bool:
+    """Is every piece found in `text`, each after the one before (text left out between them)?"""
+    at = 0
+    for piece in pieces:
+        found = text.find(piece, at)
+        if found < 0:
+            return False
+        at = found + len(piece)
+    return True
+
+
+def stream_example(item: Instruction, kind: str, chars: int = 80) -> dict[str, Any]:
+    """What to look at in one differing stream: where it first parts from the reply, with a little
+    of each around that point."""
+    streamed, reply = item.early + item.streamed if kind == "before_task_frame" else item.streamed, item.reply or ""
+    at = next((n for n, (a, b) in enumerate(zip(streamed, reply)) if a != b), min(len(streamed), len(reply)))
+    return {
+        "kind": kind,
+        "client": item.client,
+        "task": item.task,
+        "streamed_chars": len(item.streamed),
+        "early_chars": len(item.early),
+        "reply_chars": len(reply),
+        "deltas": len(item.deltas),
+        "differs_at": at,
+        "streamed_there": streamed[max(0, at - 20) : at + chars],
+        "reply_there": reply[max(0, at - 20) : at + chars],
+    }
+
+
+def stream_differences(items: Iterable[Instruction], *, examples: int = 3) -> tuple[dict[str, int], list[dict]]:
+    """How many streams differ in each way, and the first few of each kind, described."""
+    kinds: Counter = Counter()
+    described: list[dict] = []
+    for item in items:
+        kind = stream_difference(item)
+        if kind is None:
+            continue
+        kinds[kind] += 1
+        if kinds[kind] <= examples:
+            described.append(stream_example(item, kind))
+    return {kind: kinds[kind] for kind in STREAM_KINDS if kinds[kind]}, described
 
 
 def live_duplicates(frames: Iterable[dict[str, Any]]) -> int:
@@ -197,6 +284,7 @@ class Counts:
     live_duplicates: int = 0  # messages a socket was sent twice
     incomplete_replays: int = 0  # clients whose resync did not replay every stored event
     stream_mismatches: int = 0  # replies whose streamed deltas differ from the stored text (informational)
+    stream_kinds: dict[str, int] = field(default_factory=dict)  # the same, by STREAM_KINDS
 
     @property
     def ok(self) -> bool:
@@ -204,6 +292,7 @@ class Counts:
 
 
 def count(items: Sequence[Instruction], *, live_duplicates: int = 0, incomplete_replays: int = 0) -> Counts:
+    kinds, _ = stream_differences(items)
     return Counts(
         sent=len(items),
         acknowledged=sum(item.ack is not None for item in items),
@@ -214,9 +303,8 @@ def count(items: Sequence[Instruction], *, live_duplicates: int = 0, incomplete_
         duplicated=sum(item.duplicated for item in items),
         live_duplicates=live_duplicates,
         incomplete_replays=incomplete_replays,
-        stream_mismatches=sum(
-            item.reply is not None and bool(item.streamed) and item.streamed != item.reply for item in items
-        ),
+        stream_mismatches=sum(kinds.values()),
+        stream_kinds=kinds,
     )
 
 
@@ -230,6 +318,7 @@ class Report:
     throughput: float  # instructions done per second over `seconds`
     conditions: dict[str, Any] = field(default_factory=dict)
     streams: dict[str, Any] = field(default_factory=dict)  # stream_figures
+    stream_examples: list[dict] = field(default_factory=list)  # a few differing streams of each kind
     # CPU and memory of each process watched (benchmarks.processes): per role, and per process.
     processes: dict[str, list[dict]] = field(default_factory=dict)
 
@@ -259,6 +348,7 @@ def build_report(
         throughput=round(counts.done / seconds, 2) if seconds > 0 else 0.0,
         conditions=conditions or {},
         streams=stream_figures(items),
+        stream_examples=stream_differences(items)[1],
         processes=processes or {},
     )
 
@@ -288,6 +378,10 @@ def render(report: Report) -> str:
         f"sent {c.sent}, acknowledged {c.acknowledged}, done {c.done}, failed {c.failed}, rejected {c.rejected}",
         f"lost {c.lost}, duplicated {c.duplicated}, delivered twice live {c.live_duplicates}, "
         f"incomplete replays {c.incomplete_replays}, streams differing from the reply {c.stream_mismatches}",
+    ]
+    if c.stream_kinds:
+        lines.append("  streams differing: " + ", ".join(f"{STREAM_KINDS[kind]} {n}" for kind, n in c.stream_kinds.items()))
+    lines += [
         f"{report.seconds:,.1f} s from the first instruction to the last end, {report.throughput:.2f} replies done per second",
     ]
     streams = report.streams

@@ -18,6 +18,8 @@ from benchmarks.load_stats import (
     most_at_once,
     render,
     stored_events,
+    stream_difference,
+    stream_differences,
     stream_figures,
     streaming,
     summarize,
@@ -191,6 +193,56 @@ def test_a_stream_that_differs_from_the_stored_reply_is_reported_but_not_a_failu
     count_stored([item], [user(), reply(seq=4)])
     counts = count([item])
     assert counts.stream_mismatches == 1 and counts.ok
+
+
+REPLY = "Paced reply to: outline the launch plan. Working through it step by step. Working through it step by step."
+
+
+def streamed_as(*texts: str, before_task: tuple[str, ...] = ()) -> Instruction:
+    """An instruction whose reply REPLY was streamed as these deltas (some before its task frame)."""
+    frames = [user(), *(delta(text) for text in before_task), task("running", seq=2), *(delta(text) for text in texts), reply(REPLY, seq=3), task("done", seq=4)]
+    return followed(frames)
+
+
+def test_a_stream_equal_to_its_reply_differs_in_no_way():
+    assert stream_difference(streamed_as(REPLY[:30], REPLY[30:])) is None
+
+
+def test_a_stream_whose_end_never_came_is_told_from_one_with_something_extra_at_the_end():
+    assert stream_difference(streamed_as(REPLY[:30], REPLY[30:60])) == "end_missing"
+    assert stream_difference(streamed_as(REPLY, " And more.")) == "extra_at_end"
+
+
+def test_a_second_attempt_streaming_the_reply_again_reads_as_repeated():
+    # The first attempt stalled after 50 characters; the one that took over streamed it all.
+    assert stream_difference(streamed_as(REPLY[:50], REPLY[:30], REPLY[30:])) == "repeated"
+
+
+def test_a_delta_lost_in_the_middle_reads_as_missing_in_the_middle():
+    assert stream_difference(streamed_as(REPLY[:20], REPLY[45:])) == "middle_missing"
+
+
+def test_deltas_before_the_task_frame_are_the_tools_accounting_not_the_stream():
+    item = streamed_as(REPLY[40:], before_task=(REPLY[:40],))
+    assert item.early == REPLY[:40] and item.streamed == REPLY[40:]
+    assert stream_difference(item) == "before_task_frame"
+
+
+def test_deltas_of_another_task_before_the_task_frame_are_not_this_ones():
+    frames = [user(), delta("Something else.", task_id=8), task("running", seq=2), delta(REPLY), reply(REPLY, seq=3)]
+    assert followed(frames).early == "" and stream_difference(followed(frames)) is None
+
+
+def test_the_report_counts_each_kind_of_difference_keeps_examples_and_prints_them():
+    items = [streamed_as(REPLY[:30]), streamed_as(REPLY[:30]), streamed_as(REPLY[:50], REPLY), streamed_as(REPLY)]
+    kinds, examples = stream_differences(items, examples=1)
+    assert kinds == {"end_missing": 2, "repeated": 1}
+    assert [example["kind"] for example in examples] == ["end_missing", "repeated"]
+    assert examples[1]["differs_at"] == 50 and examples[1]["streamed_there"].startswith(REPLY[30:50] + "Paced")
+    report = build_report(items, clients=4, instructions=1, seconds=1.0)
+    assert report.counts.stream_mismatches == 3 and report.counts.stream_kinds == kinds
+    assert "the end missing 2, text streamed again 1" in render(report)
+    assert report.as_json()["stream_examples"][0]["kind"] == "end_missing"
 
 
 def test_most_at_once_counts_the_overlap_and_an_end_meeting_a_start_is_not_one():
