@@ -26,7 +26,7 @@ from functools import partial
 from typing import Any
 
 from asgiref.sync import async_to_sync
-from channels.layers import InMemoryChannelLayer, get_channel_layer
+from channels.layers import DEFAULT_CHANNEL_LAYER, InMemoryChannelLayer, channel_layers, get_channel_layer
 from django.core.serializers.json import DjangoJSONEncoder
 from django.db import transaction
 
@@ -229,8 +229,24 @@ def send_to_person(user_id: int, message: dict) -> None:
         log.exception("could not send %s to person %s", message.get("type"), user_id)
 
 
+_layer_lock = threading.Lock()
+
+
+def _channel_layer():
+    """get_channel_layer, built once per process even when hundreds of reply threads first ask at
+    the same moment (a burst right after the worker starts). Channels builds the layer on first
+    use without a lock, so a burst built several; each new one replaced the sender
+    (_GroupSender.of), and a barrier or stored event then went through a sender whose queues did
+    not hold the deltas handed to the one before: sent_out no longer meant "the deltas are out"."""
+    layer = channel_layers.backends.get(DEFAULT_CHANNEL_LAYER)
+    if layer is not None:
+        return layer
+    with _layer_lock:
+        return get_channel_layer()
+
+
 def _group_send(group: str, message: dict) -> None:
-    layer = get_channel_layer()
+    layer = _channel_layer()
     if layer is None:
         return
     in_memory = isinstance(layer, InMemoryChannelLayer)
@@ -291,7 +307,7 @@ def sent_out(channel_id: int) -> None:
     """Wait until everything handed to the sender for this channel has reached the channel layer.
     A stream calls it before its reply is stored: a stored event must never be readable (a
     socket's catch-up reads the store) while deltas before it are still on their way."""
-    layer = get_channel_layer()
+    layer = _channel_layer()
     if layer is None or isinstance(layer, InMemoryChannelLayer):
         return  # sent in place, nothing waits
     loop = _sender_loop()

@@ -164,3 +164,44 @@ def test_a_claims_running_event_does_not_wait_for_redis_but_still_goes_before_th
     finally:
         layer.gate.set()
         channel_layers.backends.clear()
+
+
+class SlowToBuildLayer(GatedLayer):
+    """A layer that takes a moment to build (channels_redis parses its config, makes its pools):
+    long enough for threads asking at once to each build one, if nothing stops them."""
+
+    built: list = []
+
+    def __init__(self, **config) -> None:
+        time.sleep(0.05)
+        super().__init__(**config)
+        self.gate.set()
+        SlowToBuildLayer.built.append(self)
+
+
+def test_replies_starting_at_once_on_a_fresh_worker_all_stream_through_one_layer_and_sender(settings):
+    from channels.layers import channel_layers
+
+    from office import events
+
+    channel_layers.backends.clear()
+    SlowToBuildLayer.built.clear()
+    settings.CHANNEL_LAYERS = {"default": {"BACKEND": "tests.office.test_group_sender.SlowToBuildLayer"}}
+    start = threading.Barrier(20)
+
+    def stream(n: int) -> None:
+        start.wait()
+        events.send_now(1, {"type": "delta", "task": n, "text": f"{n} "})
+
+    threads = [threading.Thread(target=stream, args=(n,)) for n in range(20)]
+    try:
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(5)
+        events.sent_out(1)
+        # One layer, so one sender: the barrier waited for every delta, none went out after it.
+        assert len(SlowToBuildLayer.built) == 1
+        assert sorted(frame["text"] for frame in SlowToBuildLayer.built[0].sent) == sorted(f"{n} " for n in range(20))
+    finally:
+        channel_layers.backends.clear()
