@@ -172,6 +172,13 @@ if REDIS_URL:
                     }
                 ],
                 "capacity": 1000,
+                # The sockets of one Daphne process share one Redis key ("specific.<process>!"),
+                # and channels_redis counts capacity on that key: 1,000 between a process's 250
+                # sockets was 4 waiting messages each, and a burst of 500 replies went over it.
+                # group_send then drops the message and only logs "over capacity" at INFO: a
+                # stored event is filled in from its seq, but a delta is gone, a hole in the
+                # streaming reply (README, "Load test"). Expiry still bounds what piles up.
+                "channel_capacity": {"specific.*": int(env("CHANNEL_PROCESS_CAPACITY", "50000"))},
                 "expiry": 60,
             },
         }
