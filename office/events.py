@@ -319,6 +319,8 @@ def sent_out(channel_id: int) -> None:
         log.exception("deltas to channel %s may still be on their way", channel_id)
 
 
+# A delta whose send failed goes again this many times (its group's next sends wait meanwhile).
+DELTA_RETRIES = 3
 # Queued like a message, sent as nothing: done once everything before it in its group is sent.
 BARRIER: dict = {}
 
@@ -377,6 +379,7 @@ class _GroupSender:
         queue.append((message, [done]))
 
     async def _drain(self, group: str, queue: deque) -> None:
+        failures = 0  # in a row, of this group's deltas
         try:
             while queue:
                 message, waiting = queue.popleft()
@@ -384,9 +387,23 @@ class _GroupSender:
                     if message is not BARRIER:
                         await self.layer.group_send(group, message)
                 except Exception as error:
+                    if is_delta(message) and failures < DELTA_RETRIES:
+                        # Nobody waits on a delta, and a dropped one is a hole in the reply for as
+                        # long as it streams: in a burst of 500 a send waited past the pool's
+                        # timeout for one of its connections ("No connection available"). It goes
+                        # again first, with whatever piled up behind it, so the order holds.
+                        failures += 1
+                        merged = merged_delta(message, queue[0][0]) if queue else None
+                        if merged is not None:
+                            queue[0] = (merged, [*waiting, *queue[0][1]])
+                        else:
+                            queue.appendleft((message, waiting))
+                        continue
+                    failures = 0
                     for one in waiting:
                         one.set_exception(error)
                 else:
+                    failures = 0
                     for one in waiting:
                         one.set_result(None)
         finally:

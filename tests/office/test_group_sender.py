@@ -205,3 +205,43 @@ def test_replies_starting_at_once_on_a_fresh_worker_all_stream_through_one_layer
         assert sorted(frame["text"] for frame in SlowToBuildLayer.built[0].sent) == sorted(f"{n} " for n in range(20))
     finally:
         channel_layers.backends.clear()
+
+
+def test_a_delta_whose_send_fails_goes_again_so_the_reply_streams_whole_and_in_order(loop):
+    class BusyPool(SlowLayer):
+        """Every other delta finds no free connection in time (redis-py's pool timeout)."""
+
+        def __init__(self) -> None:
+            super().__init__()
+            self.calls = 0
+
+        async def group_send(self, group, message):
+            self.calls += message["event"]["type"] == "delta"
+            if self.calls % 2 and message["event"]["type"] == "delta":
+                raise ConnectionError("No connection available.")
+            await super().group_send(group, message)
+
+    layer = BusyPool()
+    sender = _GroupSender(loop, layer)
+    for n in range(6):
+        sender.submit("channel-1", delta(f"{n} "))
+    loop.call_soon_threadsafe(layer.gate.set)
+    sender.submit("channel-1", stored(9)).result(timeout=5)
+    frames = [message["event"] for _, message in layer.sent]
+    assert "".join(f["text"] for f in frames if f["type"] == "delta") == "0 1 2 3 4 5 "
+    assert frames[-1]["type"] == "task"
+
+
+def test_a_delta_that_keeps_failing_is_given_up_and_the_stream_goes_on(loop):
+    class DownThenUp(SlowLayer):
+        async def group_send(self, group, message):
+            if message["event"].get("text") == "lost ":
+                raise ConnectionError("Redis is away")
+            await super().group_send(group, message)
+
+    layer = DownThenUp()
+    layer.gate.set()
+    sender = _GroupSender(loop, layer)
+    sender.submit("channel-1", delta("lost ")).exception(timeout=5)
+    sender.submit("channel-1", stored(2)).result(timeout=5)
+    assert [message["event"]["type"] for _, message in layer.sent] == ["task"]
