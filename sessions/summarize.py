@@ -97,8 +97,8 @@ _VOCATIVE = (
     re.compile(r"\b(?i:thanks|thank you|hi|hey|hello|bye|congrats|love you|miss you|see you)\s+[A-Z][a-z]+\b"),
     # "Wow Mel, that's stunning!", "Yeah Mel, stoked!": at the start, an interjection, then the
     # name set off by a comma or "!" (not "Great Britain", not "Sure Dana and Lee are invited").
-    re.compile(r"^(?:[Ww]ow|[Ww]oah|[Ww]hoa|[Yy]eah|[Yy]es|[Yy]ep|[Yy]up|[Oo]h|[Aa]w+|OMG|[Oo]mg|[Hh]aha|[Oo]k|[Oo]kay"
-               r"|[Nn]ah|[Aa]wesome|[Ss]orry|[Hh]mm+|[Gg]osh|[Cc]ongratulations)\s+[A-Z][a-z]+\s*(?:,\s*|(?=!))"),
+    re.compile(r"^(?i:wow|woah|whoa|yeah|yes|yep|yup|oh|aw+|omg|haha|ok|okay|nah|awesome|sorry|hmm+|gosh|congratulations)"
+               r"\s+[A-Z][a-z]+\s*(?:,\s*|(?=!))"),
     re.compile(r"[,，]\s*[A-Z][a-z]+[\s.!~,;:。！，～]*$"),  # at the end
     re.compile(r"(?<=[,，])\s*[A-Z][a-z]+\s*(?=[,，~!.;:。！～])"),  # set off by punctuation
     re.compile(r"^[A-Z][a-z]+\s*[,，~～!！]+\s*"),  # at the start

@@ -77,25 +77,26 @@ class Command(BaseCommand):
         if unknown := [name for name in chosen if name not in LAYOUTS]:
             raise CommandError(f"unknown layout {unknown[0]!r}; choose from: {', '.join(LAYOUTS)}")
         languages = ["en", "zh"] if language == "both" else [language]
-        started = time.perf_counter()
-        runs, search = [], None
-        # As in production: DEBUG's query log (on by default here) costs every query time.
+        conversations = None
         if dataset:
             try:
                 conversations = load_dataset(dataset, limit=limit)
             except DatasetError as error:
                 raise CommandError(str(error)) from error
-            languages = ["en"]
+            languages = ["en"]  # LoCoMo is in English
+        started = time.perf_counter()
+        runs, search = [], None
+        # As in production: DEBUG's query log (on by default here) costs every query time.
         with override_settings(DEBUG=False), recall_builder.throwaway_database():
-            if dataset:
-                for layout in chosen:
-                    runs.append(self._run_dataset(conversations, layout))
-            for lang in languages if not dataset else ():
-                conversation = generate_recall_conversation(tasks, language=lang, seed=seed)
-                self._progress(f"{lang}: {conversation.n_tasks} tasks over {len(conversation.days)} days, "
-                               f"{len(conversation.questions)} questions")
-                for layout in chosen:
-                    runs.append(self._run(conversation, layout))
+            if conversations:
+                runs = [self._run_dataset(conversations, layout) for layout in chosen]
+            else:
+                for lang in languages:
+                    conversation = generate_recall_conversation(tasks, language=lang, seed=seed)
+                    self._progress(f"{lang}: {conversation.n_tasks} tasks over {len(conversation.days)} days, "
+                                   f"{len(conversation.questions)} questions")
+                    for layout in chosen:
+                        runs.append(self._run(conversation, layout))
             if sizes:
                 search = self._search(languages[0], seed, sizes)
 
