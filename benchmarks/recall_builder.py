@@ -19,7 +19,7 @@ from benchmarks import scratch
 from benchmarks.recall_conversations import Question, RecallConversation
 from coworkers.models import Coworker
 from office.models import Channel, Office
-from sessions import jsonl, prompts, services, upkeep
+from sessions import jsonl, prompts, services, upkeep, vectors
 from sessions.history import Record
 
 Progress = Callable[[str], None]
@@ -48,7 +48,8 @@ def import_layout(
     conversation: RecallConversation, layout: str, channel: Channel, progress: Progress, *, catch_up: bool = True
 ) -> tuple[object, int]:
     """Import the conversation as one session or as one session a day; each is caught up as if
-    lived, unless `catch_up` is False (the search needs only the import, which indexes).
+    lived, unless `catch_up` is False (the search needs only the import, which indexes, and
+    the exchanges' vectors for the search by meaning).
 
     Returns the active session and the turn a new instruction would have.
     """
@@ -61,6 +62,8 @@ def import_layout(
         session, turns = result.session, result.tasks
         if catch_up:
             upkeep.catch_up(session, progress=scratch.every(200, progress, f"  {layout}: "))
+        else:
+            vectors.embed_exchanges(session)
         if len(chunks) > 1 and (i % 5 == 0 or i == len(chunks)):
             progress(f"  {layout}: {i}/{len(chunks)} sessions imported and caught up")
     return session, turns + 1

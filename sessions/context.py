@@ -128,6 +128,7 @@ class RecallCandidate:
     coworker: str | None = None
     session: int = 0
     score: float = 1.0  # the search's, larger is better
+    meaning: float = 0.0  # the search by meaning's cosine (0: not among its results)
     when: str = ""  # when it was said, as people read a date
     earlier_session: bool = False
     matched: tuple[str, ...] = ()  # the search words it matched (relevance.search_terms)
@@ -1038,6 +1039,7 @@ def _recalled_entry(candidate: RecallCandidate) -> dict:
             "\n".join((candidate.before, candidate.instruction, candidate.answer, candidate.after)), candidate.matched
         ),
         "score": round(candidate.score, 3),
+        "meaning": round(candidate.meaning, 3),
     }
 
 

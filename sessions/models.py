@@ -433,6 +433,24 @@ class SearchEntry(models.Model):
         indexes = [models.Index(fields=["channel", "session", "turn"], name="search_entry_place")]
 
 
+class ExchangeVector(models.Model):
+    """What one exchange (a task's instruction and its replies) means, for recall's search by meaning.
+
+    Written after the task finishes (sessions.tasks.embed_task), and for an imported session as it
+    catches up; a task without one is still found by its words. `vector` is sessions.meaning's
+    float16 embedding. The channel is copied here so a search reads one channel's rows by an index.
+    """
+
+    channel = models.ForeignKey(Channel, on_delete=models.CASCADE, related_name="+")
+    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="+")
+    turn = models.PositiveIntegerField()
+    vector = models.BinaryField()
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["session", "turn"], name="exchange_vector_once")]
+        indexes = [models.Index(fields=["channel", "session", "turn"], name="exchange_vector_place")]
+
+
 class ModelCall(models.Model):
     """One model call made for a coworker's reply: its tokens and what it cost, kept for usage and limits.
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from typing import TypeVar
 from datetime import datetime
 
 from django.conf import settings
@@ -18,10 +19,12 @@ from django.utils import timezone
 from coworkers.models import Coworker
 from office.models import Channel
 
-from . import context, history, search
+from . import context, history, search, vectors
 from .models import ContextPolicy, MemoryItem, Message, SearchEntry, Session, SummaryVersion, Task
 from .policy import Policy, default_policy, with_overrides
 from .services import records_of, task_messages
+
+K = TypeVar("K")
 
 # Recall reads the best this many matching messages, and at most this many of their exchanges:
 # far more than a prompt can hold, so the builder's budget and cut-off decide what is shown.
@@ -30,6 +33,12 @@ RECALL_EXCHANGES = 50
 # An exchange scores as its best message plus this share of its other one's score (more of it
 # ranked exchanges that repeat a common word in both messages above the one that answers).
 SECOND_MESSAGE = 0.1
+# Recall ranks by words and by meaning together: each search's score as a share of its best,
+# the search by meaning weighted this much (calibrated on bench_recall; docs/context.md, "Recall").
+MEANING_WEIGHT = 1.0
+# Below this cosine an exchange is no nearer in meaning than unrelated talk (most pairs of
+# exchanges of one conversation score 0 to 0.3): the search by words alone decides it.
+MEANING_FLOOR = 0.2
 # A neighbouring exchange that continues one of the best this many found scores this share of it.
 CONTINUED = 20
 CONTINUATION = 0.6
@@ -186,8 +195,9 @@ def find_recall_candidates(session: Session, instruction: str, *, through: int) 
     """Earlier exchanges that bear on the instruction, best first: from this session's tasks up
     to `through` (the ones outside the detailed window) and from the channel's earlier sessions.
 
-    One full-text search (sessions.search) over the channel's messages; the messages that
-    matched are grouped into their exchanges, and only those exchanges' words are read.
+    Two searches of the channel: by words (sessions.search, full-text over its messages, grouped
+    into their exchanges) and by meaning (sessions.vectors, over its exchanges' vectors), fused
+    into one score (fused_scores); only the exchanges found are read.
     """
     hits = search.search(
         instruction,
@@ -196,11 +206,14 @@ def find_recall_candidates(session: Session, instruction: str, *, through: int) 
         leave_out=(session.pk, through),
         with_matched=False,
     )
-    scores: dict[tuple[int, int], float] = {}
+    by_words: dict[tuple[int, int], float] = {}
     for hit in hits:
         key = (hit.session_id, hit.turn)
-        best = scores.get(key)
-        scores[key] = hit.score if best is None else max(best, hit.score) + SECOND_MESSAGE * min(best, hit.score)
+        best = by_words.get(key)
+        by_words[key] = hit.score if best is None else max(best, hit.score) + SECOND_MESSAGE * min(best, hit.score)
+    nearest = vectors.nearest(instruction, channel_id=session.channel_id, leave_out=(session.pk, through), limit=RECALL_HITS)
+    by_meaning = {key: cosine for key, cosine in nearest if cosine >= MEANING_FLOOR}
+    scores = fused_scores(by_words, by_meaning)
     best_keys = sorted(scores, key=lambda k: (-scores[k], -k[0], -k[1]))[:RECALL_EXCHANGES]
     if not best_keys:
         return []
@@ -229,6 +242,7 @@ def find_recall_candidates(session: Session, instruction: str, *, through: int) 
                 coworker=exchange.coworker,
                 session=key[0],
                 score=scores[key],
+                meaning=by_meaning.get(key, 0.0),
                 when=_day(exchange.when),
                 earlier_session=key[0] != session.pk,
                 matched=tuple(sorted(w.split("x", 1)[1] for w in exchange.words & asked)),
@@ -238,6 +252,22 @@ def find_recall_candidates(session: Session, instruction: str, *, through: int) 
             )
         )
     return candidates
+
+
+def fused_scores(by_words: dict[K, float], by_meaning: dict[K, float]) -> dict[K, float]:
+    """One score per exchange from the two searches: each as a share of its best, added (the
+    meaning's weighted by MEANING_WEIGHT; a negative cosine counts as none).
+
+    Ranks rather than scores (reciprocal rank fusion) did worse on LoCoMo: they give the tenth
+    result of a search that found one good match as much as the tenth of one that found ten.
+    """
+    top_words = max(by_words.values(), default=0.0)
+    top_meaning = max(by_meaning.values(), default=0.0)
+    fused = {key: score / top_words for key, score in by_words.items()} if top_words > 0 else {}
+    if top_meaning > 0:
+        for key, cosine in by_meaning.items():
+            fused[key] = fused.get(key, 0.0) + MEANING_WEIGHT * max(cosine, 0.0) / top_meaning
+    return fused
 
 
 @dataclass(frozen=True)

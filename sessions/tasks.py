@@ -19,7 +19,7 @@ from coworkers.providers import ProviderError
 from office import background
 from office.background import job
 
-from . import folding, memory, nudge, pipeline, posting
+from . import folding, memory, nudge, pipeline, posting, vectors
 from .models import Task
 
 log = logging.getLogger(__name__)
@@ -40,6 +40,14 @@ def fold_session(session_id: int, through_turn: int) -> None:
 @job(retry_on=(ProviderError,), max_retries=3)
 def extract_task_memory(task_id: int) -> None:
     memory.extract_memory(task_id=task_id)
+
+
+@job()
+def embed_task(task_id: int) -> None:
+    """A finished task's exchange, as a vector for recall's search by meaning."""
+    task = Task.objects.select_related("session").filter(pk=task_id).first()
+    if task is not None:
+        vectors.embed_exchanges(task.session, [task.turn])
 
 
 @job(retry_on=(pipeline.TaskBusy,), max_retries=20, queue=background.REPLIES)
@@ -122,7 +130,8 @@ def start_work(sender=None, *, task: Task, language: str = "en", **signal) -> No
 @receiver(pipeline.task_finished)
 def after_task(sender=None, *, task: Task, **signal) -> None:
     """A task has finished (done, failed or stopped), inside or outside a transaction: its memory
-    extraction, and the fold it makes due."""
+    extraction, its vector, and the fold it makes due."""
     extract_task_memory.enqueue(task.pk)
+    embed_task.enqueue(task.pk)
     if (target := folding.fold_due(task.session, completed=task.turn)) is not None:
         fold_session.enqueue(task.session_id, target)

@@ -1,4 +1,4 @@
-"""What follows a finished task: memory extraction and folding (the search index is written with each message).
+"""What follows a finished task: memory extraction, its vector and folding (the search index is written with each message).
 
 Live tasks enqueue the slow parts in the background (sessions.tasks.after_task); an imported session
 catches up inline, fold batch by fold batch, as if it had been lived.
@@ -13,7 +13,7 @@ from django.db import transaction
 
 from coworkers.providers import Provider
 
-from . import folding, history, memory, prompts
+from . import folding, history, memory, prompts, vectors
 from .models import Message, Session, Task
 from .services import record_from_row
 
@@ -34,6 +34,8 @@ def catch_up(
     rows = Message.objects.filter(session=session).order_by("position")
     all_tasks = history.group_tasks([record_from_row(row) for row in rows])
     task_ids = dict(Task.objects.filter(session=session).values_list("turn", "pk"))
+    if not _embed(session, [task.turn for task in all_tasks], progress):
+        return False
     for task in all_tasks:
         try:
             memory.extract_memory(task_id=task_ids[task.turn], provider=provider)
@@ -54,6 +56,30 @@ def catch_up(
             )
             return False
     progress(f"extracted memory from {len(all_tasks)} task(s)")
+    return True
+
+
+# Exchanges embedded per step of a catch-up: about 3 s of CPU, then a progress line.
+EMBED_STEP = 200
+
+
+def _embed(session: Session, turns: list[int], progress: Callable[[str], None]) -> bool:
+    """The imported exchanges' vectors (sessions.vectors), a step at a time; False when it failed."""
+    if not vectors.enabled():
+        return True
+    written = 0
+    for start in range(0, len(turns), EMBED_STEP):
+        try:
+            written += vectors.embed_exchanges(session, turns[start : start + EMBED_STEP])
+        except Exception as error:  # noqa: BLE001 - as below: the import stands, say why the rest waits
+            log.exception("embedding session %s stopped at task %s", session.pk, turns[start])
+            progress(f"embedding stopped at task {turns[start]} ({type(error).__name__}: {error}); the session is "
+                     "imported and usable, found by its words")
+            return False
+        if len(turns) > EMBED_STEP:
+            progress(f"embedded {min(start + EMBED_STEP, len(turns))} of {len(turns)} tasks for the search by meaning")
+    if written:
+        progress(f"embedded {written} exchange(s) for the search by meaning")
     return True
 
 

@@ -177,7 +177,7 @@ function reportContent(answer) {
     );
     const exchanges = layers.recalled?.exchanges || [];
     if (exchanges.length) {
-      parts.push(el("h3", { text: "Recalled exchanges, and the words that matched" }));
+      parts.push(el("h3", { text: "Recalled exchanges, and why: the words that matched, or the meaning" }));
       parts.push(
         el("ul", { class: "recalled-list" },
           exchanges.map((x) =>
@@ -185,7 +185,8 @@ function reportContent(answer) {
               el("span", { text: `Task ${x.turn} of ${x.earlier_session ? "an earlier conversation" : "this conversation"}${x.when ? `, ${x.when}` : ""}: ` }),
               x.matched.length
                 ? el("span", {}, x.matched.flatMap((word, i) => (i ? [", ", el("mark", { text: word })] : [el("mark", { text: word })])))
-                : el("span", { class: "muted", text: "it goes on with the exchange next to it" }),
+                : el("span", { class: "muted", text: x.meaning ? "close in meaning, no word in common" : "it goes on with the exchange next to it" }),
+              x.matched.length && x.meaning ? el("span", { class: "muted", text: " (and close in meaning)" }) : null,
             ),
           ),
         ),

@@ -83,10 +83,11 @@ def test_an_instruction_sharing_no_word_with_the_history_recalls_nothing_and_rea
 
     assert prompts.find_recall_candidates(session, relevant, through=32)
     assert prompts.find_recall_candidates(session, unrelated, through=32) == []
-    # Only the words' counts are looked up: no search runs and no old exchange is read.
+    # Only the words' counts and the vectors are looked up: no search by words runs and no old
+    # exchange is read.
     with CaptureQueriesContext(connection) as queries:
         prompts.find_recall_candidates(session, unrelated, through=32)
-    assert len(queries) == 1 and "message" not in queries[0]["sql"]
+    assert len(queries) == 2 and not any("message" in query["sql"] for query in queries)
     assert count_queries(session, unrelated) < count_queries(session, relevant)
     assert prompts.build_for_task(session=session, instruction=unrelated, turn=41).report["recalled_tasks"] == []
 

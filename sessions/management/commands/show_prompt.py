@@ -70,7 +70,8 @@ def render_text(report: dict, messages: list[dict]) -> str:
     for exchange in exchanges:
         where = "an earlier conversation" if exchange["earlier_session"] else "this conversation"
         when = f", {exchange['when']}" if exchange["when"] else ""
-        lines.append(f"    task {exchange['turn']} of {where}{when}: matched {', '.join(exchange['matched']) or '-'}")
+        meaning = f"; meaning {exchange['meaning']:.2f}" if exchange.get("meaning") else ""
+        lines.append(f"    task {exchange['turn']} of {where}{when}: matched {', '.join(exchange['matched']) or '-'}{meaning}")
     lines += [f"  note: {note}" for note in report["notes"]]
     lines += ["", "-" * 72]
     for message in messages:

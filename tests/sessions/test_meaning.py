@@ -1,0 +1,110 @@
+"""Recall's search by meaning: the model, the vectors it stores, and an old exchange found though
+it shares no word with the request."""
+
+import numpy as np
+import pytest
+
+from coworkers.providers.offline import OfflineResponder
+from sessions import history, jsonl, meaning, prompts, services, tasks, upkeep, vectors
+from sessions.models import ExchangeVector
+from tests.sessions.test_background import wait_for
+from tests.sessions.test_prompts import TOPICS
+
+PUPPIES = ("My sister's golden retriever had six puppies last night.", "Congratulations to her! Six is a big litter.")
+# Not one word in common with PUPPIES once stop words are left out ("dogs" is not "puppies").
+ASKED_OTHERWISE = "How many dogs were born to my sibling's pet?"
+
+
+def test_texts_that_mean_the_same_are_nearer_than_unrelated_ones():
+    exchanges = ["\n".join(pair) for pair in TOPICS] + ["\n".join(PUPPIES)]
+
+    vectors_ = meaning.embed(exchanges)
+    asked = meaning.embed([ASKED_OTHERWISE])[0]
+
+    assert vectors_.shape == (5, meaning.DIMENSIONS)
+    assert np.allclose(np.linalg.norm(vectors_, axis=1), 1.0, atol=1e-5)
+    scores = vectors_ @ asked
+    assert scores.argmax() == 4 and scores[4] > 0.4
+    assert max(scores[:4]) < prompts.MEANING_FLOOR, "the office topics are unrelated to a litter of puppies"
+    assert np.array_equal(meaning.embed(exchanges[4:]), vectors_[4:]), "the same text, the same vector, alone or in a batch"
+
+
+def test_a_stored_vector_ranks_as_the_computed_one():
+    computed = meaning.embed(["\n".join(PUPPIES), "\n".join(TOPICS[0])])
+    stored = meaning.from_bytes([meaning.to_bytes(row) for row in computed])
+
+    assert stored.shape == computed.shape and np.abs(stored - computed).max() < 1e-3
+
+
+def test_text_mostly_in_chinese_and_empty_text_are_left_to_the_search_by_words():
+    assert vectors.readable("What did we decide about the venue?")
+    assert vectors.readable("What did we decide about the 會場?"), "a word of Chinese in English text"
+    assert not vectors.readable("我們三週前對場地做了什麼決定？")
+    assert not vectors.readable("   ")
+
+
+def test_an_exchange_found_by_both_searches_outranks_one_found_by_either():
+    fused = prompts.fused_scores({(1, 1): 8.0, (1, 2): 4.0}, {(1, 1): 0.5, (1, 3): 0.6, (1, 4): -0.1})
+
+    assert max(fused, key=fused.get) == (1, 1)
+    assert fused[(1, 3)] == pytest.approx(1.0) and fused[(1, 2)] == pytest.approx(0.5)
+    assert fused[(1, 4)] == 0.0, "a negative cosine adds nothing"
+    assert prompts.fused_scores({}, {}) == {}
+    assert prompts.fused_scores({(1, 1): 3.0}, {}) == {(1, 1): 1.0}
+
+
+def puppies_history(n_tasks: int = 40, puppies_turn: int = 3) -> str:
+    records, previous = [], None
+    for turn in range(1, n_tasks + 1):
+        question, answer = PUPPIES if turn == puppies_turn else TOPICS[(turn - 1) % len(TOPICS)]
+        for role, content in (("user", f"{question}"), ("assistant", answer)):
+            record = history.Record(id=f"{turn}-{role}", previous=previous, turn=turn, role=role, content=content,
+                                    coworker="mina" if role == "assistant" else None)
+            records.append(record)
+            previous = record.id
+    return jsonl.dump_records(records)
+
+
+def test_an_old_exchange_that_shares_no_word_with_the_request_is_recalled_by_meaning(settings, direct_channel):
+    session = services.import_session(channel=direct_channel, data=puppies_history()).session
+    upkeep.catch_up(session, provider=OfflineResponder())
+    assert ExchangeVector.objects.filter(session=session).count() == 40, "the import's catch-up embeds every exchange"
+
+    candidates = prompts.find_recall_candidates(session, ASKED_OTHERWISE, through=32)
+    assert candidates and candidates[0].turn == 3
+    assert candidates[0].matched == () and candidates[0].meaning > 0.4
+
+    prompt = prompts.build_for_task(session=session, instruction=ASKED_OTHERWISE, turn=41)
+    assert 3 in prompt.report["recalled_tasks"]
+    assert PUPPIES[0] in "\n".join(str(m.content) for m in prompt.messages)
+    [shown] = [x for x in prompt.report["layers"]["recalled"]["exchanges"] if x["turn"] == 3]
+    assert shown["matched"] == [] and shown["meaning"] > 0.4
+
+    settings.MEANING_SEARCH = False
+    assert 3 not in [c.turn for c in prompts.find_recall_candidates(session, ASKED_OTHERWISE, through=32)], (
+        "words alone do not find it"
+    )
+
+
+def test_a_request_unrelated_to_everything_recalls_nothing_by_meaning(direct_channel):
+    session = services.import_session(channel=direct_channel, data=puppies_history()).session
+    upkeep.catch_up(session, provider=OfflineResponder())
+
+    assert prompts.find_recall_candidates(session, "Write a haiku about autumn leaves", through=32) == []
+    assert vectors.nearest("我們三週前對場地做了什麼決定？", channel_id=direct_channel.pk, limit=10) == []
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_finished_task_gets_its_vector_in_the_background(settings, direct_channel):
+    settings.BACKGROUND_WORK = "inprocess"
+    session = services.get_active_session(channel=direct_channel)
+    task, _ = services.start_task(session=session, instruction=PUPPIES[0])
+    services.append_message(session=session, turn=task.turn, role="assistant", content=PUPPIES[1], coworker="mina")
+
+    tasks.after_task(task=task)
+
+    assert wait_for(lambda: ExchangeVector.objects.filter(session=session, turn=task.turn).exists())
+    tasks.embed_task(task.pk)  # a job delivered twice writes nothing more
+    assert ExchangeVector.objects.filter(session=session).count() == 1
+    [(key, cosine)] = vectors.nearest(ASKED_OTHERWISE, channel_id=direct_channel.pk, limit=5)
+    assert key == (session.pk, task.turn) and cosine > 0.4
