@@ -436,8 +436,8 @@ class SearchEntry(models.Model):
 class ExchangeVector(models.Model):
     """What one exchange (a task's instruction and its replies) means, for recall's search by meaning.
 
-    Written after the task finishes (sessions.tasks.embed_task), and for an imported session as it
-    catches up; a task without one is still found by its words. `vector` is sessions.meaning's
+    Written after the task finishes (sessions.tasks.embed_task), for an imported session as it
+    catches up, and by `embed_history` for older history; a task without one is still found by its words. `vector` is sessions.meaning's
     float16 embedding. The channel is copied here so a search reads one channel's rows by an index.
     """
 
@@ -448,7 +448,8 @@ class ExchangeVector(models.Model):
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["session", "turn"], name="exchange_vector_once")]
-        indexes = [models.Index(fields=["channel", "session", "turn"], name="exchange_vector_place")]
+        # A search reads one channel's rows, the ones added since it last did (sessions.vectors).
+        indexes = [models.Index(fields=["channel", "id"], name="exchange_vector_channel")]
 
 
 class ModelCall(models.Model):

@@ -36,9 +36,10 @@ SECOND_MESSAGE = 0.1
 # Recall ranks by words and by meaning together: each search's score as a share of its best,
 # the search by meaning weighted this much (calibrated on bench_recall; docs/context.md, "Recall").
 MEANING_WEIGHT = 1.0
-# Below this cosine an exchange is no nearer in meaning than unrelated talk (most pairs of
-# exchanges of one conversation score 0 to 0.3): the search by words alone decides it.
-MEANING_FLOOR = 0.2
+# Meaning re-ranks what the words found, and adds an exchange the words missed only when it is
+# this close: most pairs of exchanges of one conversation score 0 to 0.3, and up to about 0.4
+# small talk ("thanks!", "good morning") finds small talk everywhere.
+MEANING_ALONE = 0.45
 # A neighbouring exchange that continues one of the best this many found scores this share of it.
 CONTINUED = 20
 CONTINUATION = 0.6
@@ -211,8 +212,10 @@ def find_recall_candidates(session: Session, instruction: str, *, through: int) 
         key = (hit.session_id, hit.turn)
         best = by_words.get(key)
         by_words[key] = hit.score if best is None else max(best, hit.score) + SECOND_MESSAGE * min(best, hit.score)
-    nearest = vectors.nearest(instruction, channel_id=session.channel_id, leave_out=(session.pk, through), limit=RECALL_HITS)
-    by_meaning = {key: cosine for key, cosine in nearest if cosine >= MEANING_FLOOR}
+    nearest = vectors.nearest(
+        instruction, channel_id=session.channel_id, leave_out=(session.pk, through), limit=RECALL_HITS, include=by_words
+    )
+    by_meaning = {key: cosine for key, cosine in nearest.items() if key in by_words or cosine >= MEANING_ALONE}
     scores = fused_scores(by_words, by_meaning)
     best_keys = sorted(scores, key=lambda k: (-scores[k], -k[0], -k[1]))[:RECALL_EXCHANGES]
     if not best_keys:

@@ -34,8 +34,6 @@ def catch_up(
     rows = Message.objects.filter(session=session).order_by("position")
     all_tasks = history.group_tasks([record_from_row(row) for row in rows])
     task_ids = dict(Task.objects.filter(session=session).values_list("turn", "pk"))
-    if not _embed(session, [task.turn for task in all_tasks], progress):
-        return False
     for task in all_tasks:
         try:
             memory.extract_memory(task_id=task_ids[task.turn], provider=provider)
@@ -56,28 +54,32 @@ def catch_up(
             )
             return False
     progress(f"extracted memory from {len(all_tasks)} task(s)")
-    return True
+    # Last: the search by meaning is an addition, and what it lacks the words still find.
+    return embed_session(session, progress=progress)
 
 
-# Exchanges embedded per step of a catch-up: about 3 s of CPU, then a progress line.
+# Exchanges embedded per step: a few seconds of CPU, then a progress line.
 EMBED_STEP = 200
 
 
-def _embed(session: Session, turns: list[int], progress: Callable[[str], None]) -> bool:
-    """The imported exchanges' vectors (sessions.vectors), a step at a time; False when it failed."""
+def embed_session(session: Session, *, progress: Callable[[str], None] = lambda line: None) -> bool:
+    """The vectors the session's exchanges lack (sessions.vectors), a step at a time; False,
+    said through `progress`, when it failed. Idempotent: a second run embeds only what is left."""
     if not vectors.enabled():
         return True
+    turns = list(Task.objects.filter(session=session).order_by("turn").values_list("turn", flat=True))
     written = 0
     for start in range(0, len(turns), EMBED_STEP):
         try:
-            written += vectors.embed_exchanges(session, turns[start : start + EMBED_STEP])
-        except Exception as error:  # noqa: BLE001 - as below: the import stands, say why the rest waits
+            step = vectors.embed_exchanges(session, turns[start : start + EMBED_STEP])
+        except Exception as error:  # noqa: BLE001 - as in catch_up: what is done stands, say why the rest waits
             log.exception("embedding session %s stopped at task %s", session.pk, turns[start])
-            progress(f"embedding stopped at task {turns[start]} ({type(error).__name__}: {error}); the session is "
-                     "imported and usable, found by its words")
+            progress(f"embedding stopped at task {turns[start]} ({type(error).__name__}: {error}); the session "
+                     "is usable, and what is not embedded is found by its words")
             return False
-        if len(turns) > EMBED_STEP:
-            progress(f"embedded {min(start + EMBED_STEP, len(turns))} of {len(turns)} tasks for the search by meaning")
+        written += step
+        if step and len(turns) > EMBED_STEP:
+            progress(f"embedded tasks up to {turns[min(start + EMBED_STEP, len(turns)) - 1]} of {turns[-1]}")
     if written:
         progress(f"embedded {written} exchange(s) for the search by meaning")
     return True

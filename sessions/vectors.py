@@ -1,10 +1,10 @@
 """Recall's search by meaning: each finished exchange's vector (sessions.meaning), stored and searched.
 
 An exchange is a task's instruction and its replies, the unit recall shows. Its vector is
-written once the task has finished (sessions.tasks.embed_task) or, for an imported session,
-as it catches up (sessions.upkeep). A search reads the channel's vectors and ranks them by
-their dot product with the request's: at 10,000 exchanges that is 7.7 MB read and one
-matrix product.
+written once the task has finished (sessions.tasks.embed_task), for an imported session as
+it catches up (sessions.upkeep), and for history from before by `manage.py embed_history`.
+A search ranks the channel's vectors by their dot product with the request's: one matrix
+product over vectors each process keeps (15 MB at 10,000 exchanges), reading only new rows.
 
 Left out by design: texts mostly in Chinese, Japanese or Korean (the model reads English; the
 search by words serves them), and everything when `settings.MEANING_SEARCH` is off or the
@@ -15,7 +15,10 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Iterable
+import threading
+from collections import OrderedDict
+from collections.abc import Collection, Iterable
+from functools import lru_cache
 
 import numpy as np
 from django.conf import settings
@@ -46,7 +49,8 @@ def readable(text: str) -> bool:
 
 def embed_exchanges(session: Session, turns: Iterable[int] | None = None) -> int:
     """Write the vectors these tasks' exchanges lack (all the session's when `turns` is None);
-    returns how many were written. Idempotent: a task embedded twice keeps its first vector."""
+    returns how many it embedded. Idempotent: a task embedded twice keeps its first vector (a
+    vector is never updated: messages are never edited)."""
     if not enabled():
         return 0
     texts = exchange_texts(session.pk, turns)
@@ -81,26 +85,89 @@ def exchange_texts(session_id: int, turns: Iterable[int] | None = None) -> dict[
 
 
 def nearest(
-    query: str, *, channel_id: int, leave_out: tuple[int, int] | None = None, limit: int
-) -> list[tuple[tuple[int, int], float]]:
-    """The channel's exchanges nearest in meaning to `query`, best first: ((session, turn), cosine).
+    query: str,
+    *,
+    channel_id: int,
+    leave_out: tuple[int, int] | None = None,
+    limit: int,
+    include: Collection[tuple[int, int]] = (),
+) -> dict[tuple[int, int], float]:
+    """The channel's exchanges nearest in meaning to `query`: {(session, turn): cosine}, the best
+    `limit` and, whatever their rank, those in `include` that have a vector.
 
     `leave_out=(session_id, turn)` leaves out that session's tasks after `turn`, as in
     sessions.search. Empty when the search by meaning is off or cannot read the query.
     """
     if limit <= 0 or not enabled() or not readable(query):
-        return []
-    excluded, params = "", [channel_id]
+        return {}
+    keys, matrix = _channel_vectors(channel_id)
+    if not len(keys):
+        return {}
+    scores = matrix @ _query_vector(query)
     if leave_out is not None:
-        excluded, params = " AND NOT (session_id = %s AND turn > %s)", [channel_id, *leave_out]
+        session_id, through = leave_out
+        scores[(keys[:, 0] == session_id) & (keys[:, 1] > through)] = -np.inf
+    top = np.argpartition(-scores, min(limit, len(scores)) - 1)[:limit]
+    found = {(int(keys[i, 0]), int(keys[i, 1])): float(scores[i]) for i in top if scores[i] > -np.inf}
+    if include:
+        position = {(int(s), int(t)): i for i, (s, t) in enumerate(keys)}
+        for key in include:
+            if (i := position.get(key)) is not None and scores[i] > -np.inf:
+                found[key] = float(scores[i])
+    return found
+
+
+@lru_cache(maxsize=256)
+def _query_vector(query: str) -> np.ndarray:
+    # A reply's tool loop builds its prompt again at every step, for the same instruction.
+    vector = meaning.embed([query])[0]
+    vector.setflags(write=False)
+    return vector
+
+
+# Each process keeps the vectors of the channels it searched last, and reads only the rows
+# added since: vectors are written once and never change, so a channel's matrix only grows,
+# until a session is deleted (then its row count falls and the matrix is read again).
+CACHED_CHANNELS = 8
+_cache: OrderedDict[int, tuple[int, int, np.ndarray, np.ndarray]] = OrderedDict()
+_cache_lock = threading.Lock()
+
+
+def forget_cached_vectors() -> None:
+    """Drop every channel's cached vectors (the next search reads them again)."""
+    with _cache_lock:
+        _cache.clear()
+
+
+def _channel_vectors(channel_id: int) -> tuple[np.ndarray, np.ndarray]:
+    """The channel's (session, turn) keys and their vectors, a row each."""
+    table = ExchangeVector._meta.db_table
     with connection.cursor() as cursor:
-        cursor.execute(
-            f"SELECT session_id, turn, vector FROM {ExchangeVector._meta.db_table} WHERE channel_id = %s{excluded}",
-            params,
-        )
-        rows = cursor.fetchall()
-    if not rows:
-        return []
-    scores = meaning.from_bytes([bytes(vector) for _, _, vector in rows]) @ meaning.embed([query])[0]
-    best = np.argsort(-scores, kind="stable")[:limit]
-    return [((rows[i][0], rows[i][1]), float(scores[i])) for i in best]
+        cursor.execute(f"SELECT count(*), max(id) FROM {table} WHERE channel_id = %s", [channel_id])
+        count, last = cursor.fetchone()
+        with _cache_lock:
+            cached = _cache.get(channel_id)
+        if not count:
+            return np.zeros((0, 2), np.int64), np.zeros((0, meaning.DIMENSIONS), np.float32)
+        if cached and cached[0] == count and cached[1] == last:
+            keys, matrix = cached[2], cached[3]
+        else:
+            growing = cached is not None and cached[1] < last and count > cached[0]
+            since = cached[1] if growing else 0
+            cursor.execute(
+                f"SELECT session_id, turn, vector FROM {table} WHERE channel_id = %s AND id > %s ORDER BY id",
+                [channel_id, since],
+            )
+            rows = cursor.fetchall()
+            new_keys = np.array([(s, t) for s, t, _ in rows], np.int64).reshape(-1, 2)
+            new_matrix = meaning.from_bytes([bytes(v) for _, _, v in rows])
+            keys, matrix = (new_keys, new_matrix) if not growing else (
+                np.concatenate([cached[2], new_keys]), np.concatenate([cached[3], new_matrix]))
+            if len(keys) != count:  # written meanwhile out of id order: read it whole next time
+                count = -1
+    with _cache_lock:
+        _cache[channel_id] = (count, last, keys, matrix)
+        _cache.move_to_end(channel_id)
+        while len(_cache) > CACHED_CHANNELS:
+            _cache.popitem(last=False)
+    return keys, matrix

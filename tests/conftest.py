@@ -97,6 +97,16 @@ def no_job_outlives_its_test():
     assert background.drain(timeout=60), "a background job was still running a minute after its test"
 
 
+@pytest.fixture(autouse=True)
+def no_vectors_from_another_test():
+    """Each process keeps the vectors of the channels it searched (sessions.vectors); a test's
+    database is new, and SQLite gives a rolled-back test's ids to the next one."""
+    from sessions import vectors
+
+    vectors.forget_cached_vectors()
+    yield
+
+
 @pytest.fixture
 def frames(monkeypatch) -> list[dict]:
     """Every frame sent to channel watchers, in order; sent at once (a test has no commit to wait for)."""

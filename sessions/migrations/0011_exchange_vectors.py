@@ -22,7 +22,7 @@ class Migration(migrations.Migration):
                 ('session', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='+', to='work_sessions.session')),
             ],
             options={
-                'indexes': [models.Index(fields=['channel', 'session', 'turn'], name='exchange_vector_place')],
+                'indexes': [models.Index(fields=['channel', 'id'], name='exchange_vector_channel')],
                 'constraints': [models.UniqueConstraint(fields=('session', 'turn'), name='exchange_vector_once')],
             },
         ),

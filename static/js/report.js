@@ -185,8 +185,8 @@ function reportContent(answer) {
               el("span", { text: `Task ${x.turn} of ${x.earlier_session ? "an earlier conversation" : "this conversation"}${x.when ? `, ${x.when}` : ""}: ` }),
               x.matched.length
                 ? el("span", {}, x.matched.flatMap((word, i) => (i ? [", ", el("mark", { text: word })] : [el("mark", { text: word })])))
-                : el("span", { class: "muted", text: x.meaning ? "close in meaning, no word in common" : "it goes on with the exchange next to it" }),
-              x.matched.length && x.meaning ? el("span", { class: "muted", text: " (and close in meaning)" }) : null,
+                : el("span", { class: "muted", text: x.meaning ? `close in meaning (${x.meaning.toFixed(2)}), no word in common` : "it goes on with the exchange next to it" }),
+              x.matched.length && x.meaning ? el("span", { class: "muted", text: ` (meaning ${x.meaning.toFixed(2)})` }) : null,
             ),
           ),
         ),
