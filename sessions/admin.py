@@ -19,7 +19,18 @@ from django.utils.text import Truncator, capfirst
 from office.admin import AppendOnlyAdmin, DeletesWholeSessions, ReadOnlyAdmin
 
 from . import policy as policy_rules
-from .models import ContextPolicy, MemoryEvent, MemoryItem, Message, ModelCall, SearchEntry, Session, SummaryVersion, Task
+from .models import (
+    ContextPolicy,
+    ExchangeVector,
+    MemoryEvent,
+    MemoryItem,
+    Message,
+    ModelCall,
+    SearchEntry,
+    Session,
+    SummaryVersion,
+    Task,
+)
 
 # The session page renders at most this many messages, so a long session's page stays fast.
 CHAIN_LIMIT = 500
@@ -339,4 +350,14 @@ class SearchEntryAdmin(ReadOnlyAdmin, admin.ModelAdmin):
     list_display = ["message", "channel", "session", "turn", "role"]
     search_fields = ["terms"]
     raw_id_fields = ["message", "session", "channel"]
+    show_full_result_count = False
+
+
+@admin.register(ExchangeVector)
+class ExchangeVectorAdmin(ReadOnlyAdmin, admin.ModelAdmin):
+    """Which exchanges the search by meaning can find (the vectors themselves say nothing to read)."""
+
+    list_display = ["session", "turn", "channel"]
+    exclude = ["vector"]
+    raw_id_fields = ["session", "channel"]
     show_full_result_count = False

@@ -25,7 +25,7 @@ from django.conf import settings
 from django.db import IntegrityError, connection, transaction
 
 from . import meaning
-from .models import ExchangeVector, Message, Session
+from .models import ExchangeVector, Message, Session, Task
 
 log = logging.getLogger(__name__)
 
@@ -53,9 +53,15 @@ def embed_exchanges(session: Session, turns: Iterable[int] | None = None) -> int
     vector is never updated: messages are never edited)."""
     if not enabled():
         return 0
-    texts = exchange_texts(session.pk, turns)
-    done = set(ExchangeVector.objects.filter(session=session, turn__in=list(texts)).values_list("turn", flat=True))
-    todo = [(turn, text) for turn, text in sorted(texts.items()) if turn not in done and readable(text)]
+    done = ExchangeVector.objects.filter(session=session)
+    if turns is not None:
+        done = done.filter(turn__in=(turns := list(turns)))
+    done_turns = set(done.values_list("turn", flat=True))
+    wanted = [t for t in (turns if turns is not None else Task.objects.filter(session=session).values_list("turn", flat=True))
+              if t not in done_turns]
+    if not wanted:
+        return 0  # read nothing more: an embedded session costs one query
+    todo = [(turn, text) for turn, text in sorted(exchange_texts(session.pk, wanted).items()) if readable(text)]
     if not todo:
         return 0
     vectors = meaning.embed([text for _, text in todo])

@@ -10,7 +10,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from sessions import admin as sessions_admin
-from sessions.models import ContextPolicy, MemoryItem, Message, ModelCall, Session, Task
+from sessions.models import ContextPolicy, ExchangeVector, MemoryItem, Message, ModelCall, Session, Task
 from sessions.policy import BUDGET_FIELDS
 
 pytestmark = pytest.mark.django_db
@@ -58,6 +58,7 @@ def one_of_everything(office, alice, mina, direct_channel, session, chain) -> di
         Task: session.tasks.first(),
         ContextPolicy: ContextPolicy.objects.get(channel_kind="direct"),
         ModelCall: ModelCall.objects.create(office=office, coworker=mina, coworker_slug="mina", provider="claude", cost_usd=1),
+        ExchangeVector: ExchangeVector.objects.create(channel=direct_channel, session=session, turn=1, vector=b"\0" * 768),
     }
 
 
