@@ -314,7 +314,7 @@ PACED_REPLY_CHARS = int(env("PACED_REPLY_CHARS", "400"))
 PACED_CHUNK_MS = int(env("PACED_CHUNK_MS", "20"))
 
 # Recall also searches by meaning (sessions.meaning: a small sentence-embedding model run on the
-# CPU, about 13 ms per exchange when a task finishes); off, it searches by words alone.
+# CPU, about 15 ms per exchange when a task finishes); off, it searches by words alone.
 MEANING_SEARCH = env_bool("MEANING_SEARCH", True)
 
 # Per person, across all their tabs and channels: more instructions than this in a

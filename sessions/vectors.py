@@ -106,7 +106,7 @@ def nearest(
     """
     if limit <= 0 or not enabled() or not readable(query):
         return {}
-    keys, matrix = _channel_vectors(channel_id)
+    keys, matrix, position = _channel_vectors(channel_id)
     if not len(keys):
         return {}
     scores = matrix @ _query_vector(query)
@@ -116,7 +116,6 @@ def nearest(
     top = np.argpartition(-scores, min(limit, len(scores)) - 1)[:limit]
     found = {(int(keys[i, 0]), int(keys[i, 1])): float(scores[i]) for i in top if scores[i] > -np.inf}
     if include:
-        position = {(int(s), int(t)): i for i, (s, t) in enumerate(keys)}
         for key in include:
             if (i := position.get(key)) is not None and scores[i] > -np.inf:
                 found[key] = float(scores[i])
@@ -135,7 +134,7 @@ def _query_vector(query: str) -> np.ndarray:
 # added since: vectors are written once and never change, so a channel's matrix only grows,
 # until a session is deleted (then its row count falls and the matrix is read again).
 CACHED_CHANNELS = 8
-_cache: OrderedDict[int, tuple[int, int, np.ndarray, np.ndarray]] = OrderedDict()
+_cache: OrderedDict[int, tuple[int, int, np.ndarray, np.ndarray, dict]] = OrderedDict()
 _cache_lock = threading.Lock()
 
 
@@ -145,35 +144,38 @@ def forget_cached_vectors() -> None:
         _cache.clear()
 
 
-def _channel_vectors(channel_id: int) -> tuple[np.ndarray, np.ndarray]:
-    """The channel's (session, turn) keys and their vectors, a row each."""
+def _channel_vectors(channel_id: int) -> tuple[np.ndarray, np.ndarray, dict[tuple[int, int], int]]:
+    """The channel's (session, turn) keys, their vectors (a row each) and each key's row."""
     table = ExchangeVector._meta.db_table
     with connection.cursor() as cursor:
         cursor.execute(f"SELECT count(*), max(id) FROM {table} WHERE channel_id = %s", [channel_id])
         count, last = cursor.fetchone()
+        if not count:
+            return np.zeros((0, 2), np.int64), np.zeros((0, meaning.DIMENSIONS), np.float32), {}
         with _cache_lock:
             cached = _cache.get(channel_id)
-        if not count:
-            return np.zeros((0, 2), np.int64), np.zeros((0, meaning.DIMENSIONS), np.float32)
         if cached and cached[0] == count and cached[1] == last:
-            keys, matrix = cached[2], cached[3]
+            entry = cached
         else:
             growing = cached is not None and cached[1] < last and count > cached[0]
-            since = cached[1] if growing else 0
             cursor.execute(
                 f"SELECT session_id, turn, vector FROM {table} WHERE channel_id = %s AND id > %s ORDER BY id",
-                [channel_id, since],
+                [channel_id, cached[1] if growing else 0],
             )
             rows = cursor.fetchall()
             new_keys = np.array([(s, t) for s, t, _ in rows], np.int64).reshape(-1, 2)
             new_matrix = meaning.from_bytes([bytes(v) for _, _, v in rows])
-            keys, matrix = (new_keys, new_matrix) if not growing else (
-                np.concatenate([cached[2], new_keys]), np.concatenate([cached[3], new_matrix]))
-            if len(keys) != count:  # written meanwhile out of id order: read it whole next time
-                count = -1
+            if growing:
+                keys, matrix = np.concatenate([cached[2], new_keys]), np.concatenate([cached[3], new_matrix])
+                position = {**cached[4], **{(s, t): len(cached[2]) + i for i, (s, t, _) in enumerate(rows)}}
+            else:
+                keys, matrix = new_keys, new_matrix
+                position = {(s, t): i for i, (s, t, _) in enumerate(rows)}
+            # Written meanwhile out of id order, or deleted and added at once: read it whole next time.
+            entry = (count if len(keys) == count else -1, last, keys, matrix, position)
     with _cache_lock:
-        _cache[channel_id] = (count, last, keys, matrix)
+        _cache[channel_id] = entry
         _cache.move_to_end(channel_id)
         while len(_cache) > CACHED_CHANNELS:
             _cache.popitem(last=False)
-    return keys, matrix
+    return entry[2], entry[3], entry[4]
