@@ -111,6 +111,7 @@ class BuilderStrategy:
         Task.objects.filter(pk=task.pk).update(status=Task.Status.DONE)
         # The same upkeep a live task gets, run inline instead of in the background (storing indexed it).
         upkeep.memory.extract_memory(task_id=task.pk, provider=self.provider)
+        upkeep.vectors.embed_exchanges(self.session, [turn])
         target = upkeep.folding.fold_target(self.session, completed=turn)
         if target > self.summarized[0]:
             upkeep.folding.fold_summary(session_id=self.session.pk, through_turn=target, provider=self.provider)

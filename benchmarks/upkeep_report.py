@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 
 from benchmarks.metrics import percentile
 
-PARTS = ("index", "memory", "fold")
+PARTS = ("index", "memory", "vector", "fold")
 GROWTH = 1.5  # per-task upkeep at the largest size within this multiple of the smallest
 WINDOW = 100  # tasks timed at each size: the 100 around it
 
@@ -87,12 +87,12 @@ def format_report(result: dict) -> str:
     lines = [
         f"{result['database']}, {result['language']}, fold_batch {result['fold_batch']}: "
         f"per-task upkeep in ms (p50 / p95) over the {WINDOW} tasks around each size",
-        f"  {'tasks':>7} {'window':>13}  {'upkeep':>15} {'index':>13} {'memory':>13} {'fold':>15}  folds",
+        f"  {'tasks':>7} {'window':>13}  {'upkeep':>15} {'index':>13} {'memory':>13} {'vector':>13} {'fold':>15}  folds",
     ]
     for size, stats in evaluation["sizes"].items():
         a, b = stats["turns"]
         cells = [f"{stats[p]['p50']:.2f} / {stats[p]['p95']:.2f}" for p in ("upkeep", *PARTS)]
-        lines.append(f"  {size:>7,} {f'{a:,}–{b:,}':>13}  {cells[0]:>15} {cells[1]:>13} {cells[2]:>13} {cells[3]:>15}  {stats['folds']}")
+        lines.append(f"  {size:>7,} {f'{a:,}–{b:,}':>13}  {cells[0]:>15} {cells[1]:>13} {cells[2]:>13} {cells[3]:>13} {cells[4]:>15}  {stats['folds']}")
     ratio = evaluation["ratio"]
     verdict = "PASS" if evaluation["passed"] else "FAIL"
     lines.append(f"  largest / smallest: p50 {ratio['p50']:.2f}×, p95 {ratio['p95']:.2f}×  {verdict} ({evaluation['target']})")

@@ -4,7 +4,7 @@ of it timed, in a throwaway database.
 Each task of a window goes the way a live one does: the instruction is stored, its prompt is built (its
 report kept on the task, as the pipeline keeps it; it can ask for an early fold), the rest of
 its records are stored, it finishes, and then the upkeep tasks.after_task hands to the jobs runs
-inline, with the offline responder: the memory extraction, and the fold when one is due.
+inline, with the offline responder: the memory extraction, the exchange's vector, and the fold when one is due.
 Indexing is timed where it happens, inside storing (search.index_messages).
 """
 
@@ -26,7 +26,7 @@ from benchmarks.upkeep_report import WINDOW, window
 from coworkers.models import Coworker
 from coworkers.providers import OfflineResponder
 from office.models import Channel, Office
-from sessions import folding, history, jsonl, memory, prompts, search, services, upkeep
+from sessions import folding, history, jsonl, memory, prompts, search, services, upkeep, vectors
 from sessions.models import ContextPolicy, Task
 
 
@@ -150,6 +150,8 @@ def _live_task(
         started = time.perf_counter()
         memory.extract_memory(task_id=task.pk, provider=provider)
         extracted = time.perf_counter()
+        vectors.embed_exchanges(session, [task.turn])
+        embedded = time.perf_counter()
         folded = _fold_if_due(session, completed=task.turn, provider=provider)
         finished = time.perf_counter()
     if profile:
@@ -158,7 +160,8 @@ def _live_task(
         "turn": task.turn,
         "index": round(index_ms, 3),
         "memory": round((extracted - started) * 1000, 3),
-        "fold": round((finished - extracted) * 1000, 3),
+        "vector": round((embedded - extracted) * 1000, 3),
+        "fold": round((finished - embedded) * 1000, 3),
         "folded": folded,
     }
 
