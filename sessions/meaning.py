@@ -102,9 +102,9 @@ class _Encoder:
             self.tokenizer = Tokenizer.from_str(archive.read("tokenizer.json").decode("utf-8"))
         # Dense layers' weights transposed once, contiguous: x @ W is then one plain matrix product.
         self.w = {
-            name: np.ascontiguousarray(value.T if name.endswith("dense.weight") or ".self." in name and name.endswith(".weight") else value, np.float32)
+            name: np.ascontiguousarray(value.T if _is_dense_weight(name) else value, np.float32)
             for name, value in weights.items()
-            if value.dtype != np.int64
+            if value.dtype != np.int64  # position ids, not weights
         }
         self.tokenizer.enable_truncation(MAX_TOKENS)
         self.tokenizer.no_padding()  # the file pads to 128; batches are padded here, with a mask
@@ -161,6 +161,12 @@ class _Encoder:
         mean = x.mean(-1, keepdims=True)
         variance = ((x - mean) ** 2).mean(-1, keepdims=True)
         return (x - mean) / np.sqrt(variance + 1e-12) * self.w[name + ".weight"] + self.w[name + ".bias"]
+
+
+def _is_dense_weight(name: str) -> bool:
+    """A linear layer's weight matrix (stored out × in): the attention's query, key and value,
+    and every `*.dense`; not the embeddings or the layer norms."""
+    return name.endswith("dense.weight") or (".attention.self." in name and name.endswith(".weight"))
 
 
 def _gelu(x: np.ndarray) -> np.ndarray:
