@@ -36,10 +36,10 @@ CJK_STOPCHARS = frozenset("的了是在我你他她它們和與及也就都而�
 # Kept tiny and predictable: words that mean the same thing in this app's talk.
 SYNONYMS = {"cost": "price", "fee": "price"}
 
-_CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af"
+CJK_LETTERS = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af"
 _TOKEN = re.compile(
     r"(?P<num>[$€£¥]?\d+(?:[.,:/-]\d+)*%?)"
-    rf"|(?P<cjk>[{_CJK}]+)"
+    rf"|(?P<cjk>[{CJK_LETTERS}]+)"
     r"|(?P<word>[a-z\u00c0-\u024f][a-z0-9\u00c0-\u024f]*(?:'[a-z]+)?)"
 )
 

@@ -24,7 +24,7 @@ import numpy as np
 from django.conf import settings
 from django.db import IntegrityError, connection, transaction
 
-from . import meaning
+from . import meaning, relevance
 from .models import ExchangeVector, Message, Session, Task
 
 log = logging.getLogger(__name__)
@@ -33,7 +33,7 @@ log = logging.getLogger(__name__)
 EXCHANGE_CHARS = 1_500
 # Past this share of CJK characters a text is left to the search by words.
 CJK_SHARE = 0.2
-_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af]")
+_CJK = re.compile(f"[{relevance.CJK_LETTERS}]")
 _LETTER = re.compile(r"\w")
 
 
@@ -53,14 +53,16 @@ def embed_exchanges(session: Session, turns: Iterable[int] | None = None) -> int
     vector is never updated: messages are never edited)."""
     if not enabled():
         return 0
-    done = ExchangeVector.objects.filter(session=session)
-    if turns is not None:
-        done = done.filter(turn__in=(turns := list(turns)))
-    done_turns = set(done.values_list("turn", flat=True))
-    wanted = [t for t in (turns if turns is not None else Task.objects.filter(session=session).values_list("turn", flat=True))
-              if t not in done_turns]
+    embedded = ExchangeVector.objects.filter(session=session)
+    if turns is None:
+        turns = Task.objects.filter(session=session).values_list("turn", flat=True)
+    else:
+        turns = list(turns)
+        embedded = embedded.filter(turn__in=turns)
+    done = set(embedded.values_list("turn", flat=True))
+    wanted = [turn for turn in turns if turn not in done]
     if not wanted:
-        return 0  # read nothing more: an embedded session costs one query
+        return 0  # read nothing more: an embedded session costs two queries
     todo = [(turn, text) for turn, text in sorted(exchange_texts(session.pk, wanted).items()) if readable(text)]
     if not todo:
         return 0
