@@ -98,3 +98,29 @@ def test_the_report_sentence_says_what_its_bar_shows(server, demo, browser):
     assert not re.search(r"\b(?:ch|tok)\b", text) and "claude" not in text
     page.screenshot(path=str(ARTIFACTS / "report-sentence.png"))
     context.close()
+
+
+def test_the_report_says_an_old_exchange_was_recalled_for_its_meaning(server, demo, browser):
+    from office.models import Channel
+    from sessions import services, upkeep
+    from tests.sessions.test_meaning import ASKED_OTHERWISE, puppies_history
+
+    # Forty earlier tasks in Mina's 1:1, one of them about the puppies, embedded.
+    mina = Channel.objects.get(kind=Channel.Kind.DIRECT, coworker__slug="mina")
+    session = services.import_session(channel=mina, data=puppies_history()).session
+    assert upkeep.embed_session(session)
+    context, page = sign_in(browser, server)
+    open_channel(page, server, "Mina")
+    send(page, ASKED_OTHERWISE)
+    wait_for_replies(page, 1)
+
+    page.locator(".msg.assistant").last.locator(".ctxbar .seg").first.wait_for(timeout=10_000)
+    page.locator(".msg.assistant").last.locator(".ctxbar").click()
+    dialog = page.locator(".report")
+    dialog.wait_for(state="visible")
+    # The import made the forty tasks this conversation; the question is its task 41.
+    recalled = dialog.locator(".recalled-list li", has_text="Task 3 of this conversation")
+    recalled.wait_for(state="attached")
+    assert re.search(r"close in meaning \(0\.\d\d\), no word in common", recalled.inner_text())
+    page.screenshot(path=str(ARTIFACTS / "report-recalled-by-meaning.png"))
+    context.close()
