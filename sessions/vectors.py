@@ -18,6 +18,7 @@ import re
 import threading
 from collections import OrderedDict
 from collections.abc import Collection, Iterable
+from dataclasses import dataclass
 from functools import lru_cache
 
 import numpy as np
@@ -108,10 +109,11 @@ def nearest(
     """
     if limit <= 0 or not enabled() or not readable(query):
         return {}
-    keys, matrix, position = _channel_vectors(channel_id)
+    cached = _channel_vectors(channel_id)
+    keys, position = cached.keys, cached.position
     if not len(keys):
         return {}
-    scores = matrix @ _query_vector(query)
+    scores = cached.matrix @ _query_vector(query)
     if leave_out is not None:
         session_id, through = leave_out
         scores[(keys[:, 0] == session_id) & (keys[:, 1] > through)] = -np.inf
@@ -134,9 +136,24 @@ def _query_vector(query: str) -> np.ndarray:
 
 # Each process keeps the vectors of the channels it searched last, and reads only the rows
 # added since: vectors are written once and never change, so a channel's matrix only grows,
-# until a session is deleted (then its row count falls and the matrix is read again).
+# until a session is deleted (its vectors go with it: the channel's sessions, counted and their
+# ids summed, then differ, and the matrix is read again).
 CACHED_CHANNELS = 8
-_cache: OrderedDict[int, tuple[int, int, np.ndarray, np.ndarray, dict]] = OrderedDict()
+# How far behind the last id read a read of new rows starts: in PostgreSQL a vector can commit
+# after one with a higher id (two embedding jobs at once); it is then read with the next ones.
+LATE_ROWS = 64
+
+
+@dataclass(frozen=True)
+class _Matrix:
+    sessions: tuple[int, int]  # the channel's sessions: how many, and their ids' sum
+    last: int  # the highest vector id read
+    keys: np.ndarray  # (session, turn) per row
+    matrix: np.ndarray  # a vector per row
+    position: dict[tuple[int, int], int]  # each key's row
+
+
+_cache: OrderedDict[int, _Matrix] = OrderedDict()
 _cache_lock = threading.Lock()
 
 
@@ -146,38 +163,52 @@ def forget_cached_vectors() -> None:
         _cache.clear()
 
 
-def _channel_vectors(channel_id: int) -> tuple[np.ndarray, np.ndarray, dict[tuple[int, int], int]]:
-    """The channel's (session, turn) keys, their vectors (a row each) and each key's row."""
-    table = ExchangeVector._meta.db_table
+def _channel_vectors(channel_id: int) -> _Matrix:
+    """The channel's vectors, read from where this process's copy stops.
+
+    Checked with two index lookups, not a count of the vectors: counting 10,000 rows cost
+    more than the search itself. Session ids only grow, so a session deleted (and others
+    added) always changes the count or the sum of the channel's session ids.
+    """
+    table, sessions = ExchangeVector._meta.db_table, Session._meta.db_table
     with connection.cursor() as cursor:
-        cursor.execute(f"SELECT count(*), max(id) FROM {table} WHERE channel_id = %s", [channel_id])
-        count, last = cursor.fetchone()
-        if not count:
-            return np.zeros((0, 2), np.int64), np.zeros((0, meaning.DIMENSIONS), np.float32), {}
+        cursor.execute(
+            f"SELECT (SELECT max(id) FROM {table} WHERE channel_id = %s), count(*), coalesce(sum(id), 0)"
+            f" FROM {sessions} WHERE channel_id = %s",
+            [channel_id, channel_id],
+        )
+        last, *counted = cursor.fetchone()
+        if last is None:
+            return _Matrix((0, 0), 0, np.zeros((0, 2), np.int64), np.zeros((0, meaning.DIMENSIONS), np.float32), {})
         with _cache_lock:
             cached = _cache.get(channel_id)
-        if cached and cached[0] == count and cached[1] == last:
+        if cached is not None and cached.sessions != tuple(counted):
+            cached = None
+        if cached is not None and cached.last >= last:
             entry = cached
         else:
-            growing = cached is not None and cached[1] < last and count > cached[0]
             cursor.execute(
                 f"SELECT session_id, turn, vector FROM {table} WHERE channel_id = %s AND id > %s ORDER BY id",
-                [channel_id, cached[1] if growing else 0],
+                [channel_id, cached.last - LATE_ROWS if cached else 0],
             )
             rows = cursor.fetchall()
-            new_keys = np.array([(s, t) for s, t, _ in rows], np.int64).reshape(-1, 2)
-            new_matrix = meaning.from_bytes([bytes(v) for _, _, v in rows])
-            if growing:
-                keys, matrix = np.concatenate([cached[2], new_keys]), np.concatenate([cached[3], new_matrix])
-                position = {**cached[4], **{(s, t): len(cached[2]) + i for i, (s, t, _) in enumerate(rows)}}
-            else:
-                keys, matrix = new_keys, new_matrix
-                position = {(s, t): i for i, (s, t, _) in enumerate(rows)}
-            # Written meanwhile out of id order, or deleted and added at once: read it whole next time.
-            entry = (count if len(keys) == count else -1, last, keys, matrix, position)
+            entry = _grown(cached, rows, sessions=tuple(counted), last=last)
     with _cache_lock:
         _cache[channel_id] = entry
         _cache.move_to_end(channel_id)
         while len(_cache) > CACHED_CHANNELS:
             _cache.popitem(last=False)
-    return entry[2], entry[3], entry[4]
+    return entry
+
+
+def _grown(cached: _Matrix | None, rows: list[tuple], *, sessions: tuple[int, int], last: int) -> _Matrix:
+    """The cached matrix with the rows it lacks appended (all of `rows` when nothing was cached)."""
+    known = cached.position if cached else {}
+    new = [(s, t, v) for s, t, v in rows if (s, t) not in known]
+    keys = np.array([(s, t) for s, t, _ in new], np.int64).reshape(-1, 2)
+    matrix = meaning.from_bytes([bytes(v) for _, _, v in new])
+    if cached is None:
+        return _Matrix(sessions, last, keys, matrix, {(int(s), int(t)): i for i, (s, t) in enumerate(keys)})
+    offset = len(cached.keys)
+    position = {**known, **{(s, t): offset + i for i, (s, t, _) in enumerate(new)}}
+    return _Matrix(sessions, last, np.concatenate([cached.keys, keys]), np.concatenate([cached.matrix, matrix]), position)
