@@ -144,6 +144,22 @@ def test_the_search_sees_new_vectors_and_forgets_a_deleted_sessions(direct_chann
     assert max(left, key=left.get) == (second.pk, 5) and not any(session == first_pk for session, _ in left)
 
 
+def test_a_vector_that_commits_after_a_newer_one_is_still_found(direct_channel):
+    # In PostgreSQL two embedding jobs can commit out of id order: a search that read up to the
+    # newer vector must still see the older one once it is there.
+    session = services.import_session(channel=direct_channel, data=puppies_history(8)).session
+    upkeep.embed_session(session)
+    puppies = ExchangeVector.objects.get(session=session, turn=3)
+    late_id, vector = puppies.pk, bytes(puppies.vector)
+    puppies.delete()  # as if not committed yet when the search reads the newer vectors
+    assert (session.pk, 3) not in vectors.nearest(ASKED_OTHERWISE, channel_id=direct_channel.pk, limit=8)
+
+    ExchangeVector.objects.create(id=late_id, channel=direct_channel, session=session, turn=3, vector=vector)
+    ExchangeVector.objects.create(channel=direct_channel, session=session, turn=9, vector=vector)
+    found = vectors.nearest(ASKED_OTHERWISE, channel_id=direct_channel.pk, limit=9)
+    assert {(session.pk, 3), (session.pk, 9)} <= set(found)
+
+
 def test_embed_history_embeds_what_history_from_before_lacks(settings, direct_channel):
     settings.MEANING_SEARCH = False
     session = services.import_session(channel=direct_channel, data=puppies_history(12)).session
