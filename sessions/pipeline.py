@@ -29,7 +29,7 @@ from coworkers.providers import Completion, CompletionRequest, Provider, Provide
 from office import background, events
 from office.models import Channel
 
-from . import context, meetings, prompts, services, spending, stops
+from . import context, meetings, prompts, services, spending, stops, vectors
 from .deltas import DeltaBatcher
 from .models import Message, Task
 from .posting import post_message, task_json
@@ -210,6 +210,12 @@ def work_as(task: Task, slug: str, provider: Provider) -> str:
         rows = list(services.task_messages(session, turn=task.turn))
         instruction = next((row.content for row in rows if row.role == Message.Role.USER), "")
         current = [services.record_from_row(row) for row in rows][1:]
+        if step == 0 and policy.recall_chars and vectors.searchable(instruction, channel.pk):
+            # The request's vector first, with no pooled connection held: replies that start
+            # together are embedded together, and none keeps a connection the others' claims and
+            # prompts need while it waits its turn at the model.
+            release_connection()
+            vectors.query_vector(instruction)
         prompt = prompts.build_for_task(
             session=session, instruction=instruction, turn=task.turn, coworker=coworker, current=current, policy=policy
         )

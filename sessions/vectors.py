@@ -18,8 +18,8 @@ import re
 import threading
 from collections import OrderedDict
 from collections.abc import Collection, Iterable
+from concurrent.futures import Future
 from dataclasses import dataclass
-from functools import lru_cache
 
 import numpy as np
 from django.conf import settings
@@ -113,7 +113,7 @@ def nearest(
     keys, position = cached.keys, cached.position
     if not len(keys):
         return {}
-    scores = cached.matrix @ _query_vector(query)
+    scores = cached.matrix @ query_vector(query)
     if leave_out is not None:
         session_id, through = leave_out
         scores[(keys[:, 0] == session_id) & (keys[:, 1] > through)] = -np.inf
@@ -132,12 +132,49 @@ def nearest(
     return found
 
 
-@lru_cache(maxsize=256)
-def _query_vector(query: str) -> np.ndarray:
-    # A reply's tool loop builds its prompt again at every step, for the same instruction.
-    vector = meaning.embed([query])[0]
-    vector.setflags(write=False)
-    return vector
+def searchable(query: str, channel_id: int) -> bool:
+    """Whether a search of this channel by meaning would embed `query` (one indexed lookup):
+    the search is on, it can read the query, and the channel has vectors to compare it with."""
+    return enabled() and readable(query) and ExchangeVector.objects.filter(channel_id=channel_id).exists()
+
+
+def query_vector(query: str) -> np.ndarray:
+    """The request's vector, computed once (a reply's tool loop builds its prompt again at each
+    step, for the same instruction). Requests that arrive while one is being embedded are
+    embedded together: the model reads its weights once for a whole batch, so a hundred replies
+    starting at once cost a few encodings, not a hundred one after another."""
+    with _queries_lock:
+        vector = _recent_queries.get(query)
+        if vector is not None:
+            _recent_queries.move_to_end(query)
+            return vector
+        waiting = _waiting.setdefault(query, Future())
+    with _batch_lock:  # one batch at a time; the requests that queue meanwhile make the next one
+        if not waiting.done():
+            with _queries_lock:
+                batch = dict(_waiting)
+                _waiting.clear()
+            try:
+                embedded = meaning.embed(list(batch))
+            except BaseException as error:
+                for future in batch.values():
+                    future.set_exception(error)
+                raise
+            with _queries_lock:
+                for (text, future), vector in zip(batch.items(), embedded, strict=True):
+                    vector.setflags(write=False)
+                    future.set_result(vector)
+                    _recent_queries[text] = vector
+                while len(_recent_queries) > RECENT_QUERIES:
+                    _recent_queries.popitem(last=False)
+    return waiting.result()
+
+
+RECENT_QUERIES = 256
+_recent_queries: OrderedDict[str, np.ndarray] = OrderedDict()
+_waiting: dict[str, Future] = {}
+_queries_lock = threading.Lock()
+_batch_lock = threading.Lock()
 
 
 # Each process keeps the vectors of the channels it searched last, and reads only the rows
@@ -164,9 +201,11 @@ _cache_lock = threading.Lock()
 
 
 def forget_cached_vectors() -> None:
-    """Drop every channel's cached vectors (the next search reads them again)."""
+    """Drop every channel's cached vectors and the requests' (the next search reads them again)."""
     with _cache_lock:
         _cache.clear()
+    with _queries_lock:
+        _recent_queries.clear()
 
 
 def _channel_vectors(channel_id: int) -> _Matrix:

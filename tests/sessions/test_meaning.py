@@ -2,6 +2,7 @@
 it shares no word with the request."""
 
 import io
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pytest
@@ -174,3 +175,20 @@ def test_embed_history_embeds_what_history_from_before_lacks(settings, direct_ch
 
     call_command("embed_history", "--session", str(session.pk), stdout=out, stderr=(again := io.StringIO()))
     assert again.getvalue() == "", "a second run has nothing left to embed"
+
+
+def test_requests_that_arrive_together_are_embedded_together(monkeypatch):
+    # A hundred replies starting at once must not queue for a hundred encodings one after another.
+    real, calls = meaning.embed, []
+
+    def counted(texts):
+        calls.append(len(texts))
+        return real(texts)
+
+    monkeypatch.setattr(meaning, "embed", counted)
+    asked = [f"What did we decide about the venue for event {n}?" for n in range(40)]
+    with ThreadPoolExecutor(max_workers=40) as pool:
+        found = list(pool.map(vectors.query_vector, asked))
+    assert sum(calls) == len(asked) and len(calls) < len(asked) / 4
+    assert all(np.allclose(vector, real([text])[0], atol=1e-5) for vector, text in zip(found, asked))
+    assert vectors.query_vector(asked[0]) is found[0] and sum(calls) == len(asked)  # asked again: not embedded again
