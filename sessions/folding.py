@@ -40,25 +40,30 @@ def fold_target(session: Session, *, completed: int) -> int:
     The batch rule from where the last fold (or the last prompt's plan) left
     off, and never less than an early fold the last prompt asked for.
     """
-    policy = resolve_policy(session.channel, answering_coworker(session.channel, session))
     summary = latest_summary(session)
-    done = summary.through_turn if summary else 0
-    report = (
-        Task.objects.filter(session=session, turn__lte=completed + 1, prompt_report__isnull=False)
-        .order_by("-turn")
-        .values_list("prompt_report", flat=True)
-        .first()
-    ) or {}
-    asked = int(report.get("fold_through", 0))
-    return max(context.batch_boundary(policy, completed=completed, boundary=max(done, asked)), asked, done)
+    return _target(session, completed=completed, done=summary.through_turn if summary else 0)
 
 
 def fold_due(session: Session, *, completed: int) -> int | None:
     """The turn a fold should reach now that `completed` tasks are done, or None when the summary
     is there already (what a finished task asks before enqueuing a fold)."""
-    target = fold_target(session, completed=completed)
     summary = latest_summary(session)
-    return target if target > (summary.through_turn if summary else 0) else None
+    done = summary.through_turn if summary else 0
+    target = _target(session, completed=completed, done=done)
+    return target if target > done else None
+
+
+def _target(session: Session, *, completed: int, done: int) -> int:
+    policy = resolve_policy(session.channel, answering_coworker(session.channel, session))
+    # Only the number the last plan asked for: the whole report is large, and every finished task asks.
+    asked = (
+        Task.objects.filter(session=session, turn__lte=completed + 1, prompt_report__isnull=False)
+        .order_by("-turn")
+        .values_list("prompt_report__fold_through", flat=True)
+        .first()
+    )
+    asked = int(asked or 0)
+    return max(context.batch_boundary(policy, completed=completed, boundary=max(done, asked)), asked, done)
 
 
 def fold_summary(*, session_id: int, through_turn: int, provider: Provider | None = None) -> SummaryVersion | None:
