@@ -407,7 +407,9 @@ class StopCheck:
         """The check the model's stream makes (should_stop): then the connection goes back to the
         pool, since the stream goes on waiting. The runner's own checks keep it: work on the
         database follows them, and a connection given back mid-start is waited for again at the
-        back of the queue, behind every reply that started meanwhile (in a burst, all of them)."""
+        back of the queue, behind every reply that started meanwhile (in a burst, all of them).
+        The one exception is the request's vector (work_as): waiting for the model's turn while
+        holding a connection cost more than queueing for one again."""
         stopped = self()
         release_connection()
         return stopped
