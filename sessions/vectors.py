@@ -74,6 +74,12 @@ def embed_exchanges(session: Session, turns: Iterable[int] | None = None) -> int
     ]
     try:
         with transaction.atomic():
+            # The session's row first, as a message being stored takes it (then the channel's, for
+            # its event): PostgreSQL checks these rows' keys at commit, channel then session, and
+            # in the other order the two transactions waited for each other (a deadlock, which
+            # cost the vector and held the message back a second).
+            if not Session.objects.select_for_update().filter(pk=session.pk).values_list("pk", flat=True):
+                return 0  # the session was deleted meanwhile
             ExchangeVector.objects.bulk_create(rows, ignore_conflicts=True)
     except IntegrityError:  # the session was deleted meanwhile
         return 0

@@ -2,15 +2,20 @@
 it shares no word with the request."""
 
 import io
+import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pytest
 from django.core.management import call_command
+from django.db import connection, transaction
 
 from coworkers.providers.offline import OfflineResponder
 from sessions import history, jsonl, meaning, prompts, services, tasks, upkeep, vectors
-from sessions.models import ExchangeVector
+from office.models import Channel
+from sessions.models import ExchangeVector, Session
+from tests.conftest import requires_postgres
 from benchmarks.recall_conversations import generate_recall_conversation
 from tests.sessions.test_background import wait_for
 from tests.sessions.test_prompts import TOPICS
@@ -192,3 +197,37 @@ def test_requests_that_arrive_together_are_embedded_together(monkeypatch):
     assert sum(calls) == len(asked) and len(calls) < len(asked) / 4
     assert all(np.allclose(vector, real([text])[0], atol=1e-5) for vector, text in zip(found, asked))
     assert vectors.query_vector(asked[0]) is found[0] and sum(calls) == len(asked)  # asked again: not embedded again
+
+
+@requires_postgres
+@pytest.mark.django_db(transaction=True)
+def test_a_vector_written_while_a_message_is_stored_waits_its_turn_instead_of_deadlocking(direct_channel):
+    # Storing a message locks its session's row, then its channel's (for the event's seq). A
+    # vector's insert has PostgreSQL check both rows at commit, channel first: unless it takes the
+    # session's first, each transaction waits for the other until PostgreSQL aborts one.
+    session = services.import_session(channel=direct_channel, data=puppies_history(8)).session
+    locked, failures = threading.Event(), []
+
+    def store_a_message() -> None:
+        try:
+            with transaction.atomic():
+                Session.objects.select_for_update().get(pk=session.pk)
+                locked.set()
+                time.sleep(1.0)  # meanwhile the vector's transaction gets as far as it can
+                Channel.objects.select_for_update().get(pk=direct_channel.pk)
+        except Exception as error:  # a deadlock aborts one of the two
+            failures.append(error)
+        finally:
+            connection.close()
+
+    writer = threading.Thread(target=store_a_message)
+    writer.start()
+    assert locked.wait(10)
+    try:
+        written = vectors.embed_exchanges(session, [3])
+    except Exception as error:
+        failures.append(error)
+        written = 0
+    writer.join(20)
+    assert not failures and written == 1
+    assert ExchangeVector.objects.filter(session=session, turn=3).exists()
