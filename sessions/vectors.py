@@ -149,35 +149,48 @@ def query_vector(query: str) -> np.ndarray:
     step, for the same instruction). Requests that arrive while one is being embedded are
     embedded together in the next batch: a hundred replies starting at once wait for a few
     encodings, not for a hundred one after another, and a request in a batch of 32 costs about
-    half the CPU of one alone (7 against 14 ms here)."""
-    with _queries_lock:
+    half the CPU of one alone (7 against 14 ms here).
+
+    One thread at a time leads: it takes every request waiting, embeds them outside the lock,
+    hands out the vectors and wakes the others; each returns once its own vector is there, and
+    one whose request is still waiting leads the next batch.
+    """
+    global _leading
+    with _queries:
         vector = _recent_queries.get(query)
         if vector is not None:
             _recent_queries.move_to_end(query)
             return vector
         waiting = _waiting.setdefault(query, Future())
-    with _batch_lock:  # one batch at a time; the requests that queue meanwhile make the next one
-        if not waiting.done():
-            with _queries_lock:
-                batch = dict(_waiting)
-                _waiting.clear()
-            try:
-                embedded = meaning.embed(list(batch))
-                with _queries_lock:
-                    for (text, future), row in zip(batch.items(), embedded, strict=True):
-                        vector = row.copy()  # its own array: a kept row would keep its whole batch
-                        vector.setflags(write=False)
-                        _recent_queries[text] = vector
-                        future.set_result(vector)
-                    # Older requests make room; a batch larger than the cache is kept whole until
-                    # its replies have built their prompts.
-                    while len(_recent_queries) > max(RECENT_QUERIES, len(batch)):
-                        _recent_queries.popitem(last=False)
-            except BaseException as error:
-                for future in batch.values():  # every request of the batch hears of it, none waits forever
-                    if not future.done():
-                        future.set_exception(error)
-                raise
+        while _leading and not waiting.done():
+            _queries.wait()
+        if waiting.done():
+            return waiting.result()
+        _leading = True
+        batch = dict(_waiting)
+        _waiting.clear()
+    try:
+        embedded = meaning.embed(list(batch))
+        with _queries:
+            for (text, future), row in zip(batch.items(), embedded, strict=True):
+                vector = row.copy()  # its own array: a kept row would keep its whole batch
+                vector.setflags(write=False)
+                _recent_queries[text] = vector
+                future.set_result(vector)
+            # Older requests make room; a batch larger than the cache is kept whole until its
+            # replies have built their prompts.
+            while len(_recent_queries) > max(RECENT_QUERIES, len(batch)):
+                _recent_queries.popitem(last=False)
+    except BaseException as error:
+        with _queries:
+            for future in batch.values():  # every request of the batch hears of it
+                if not future.done():
+                    future.set_exception(error)
+        raise
+    finally:
+        with _queries:
+            _leading = False
+            _queries.notify_all()
     return waiting.result()
 
 
@@ -186,8 +199,8 @@ def query_vector(query: str) -> np.ndarray:
 RECENT_QUERIES = 1_024
 _recent_queries: OrderedDict[str, np.ndarray] = OrderedDict()
 _waiting: dict[str, Future] = {}
-_queries_lock = threading.Lock()
-_batch_lock = threading.Lock()
+_leading = False  # a thread is embedding a batch
+_queries = threading.Condition()
 
 
 # Each process keeps the vectors of the channels it searched last, and reads only the rows
@@ -198,14 +211,15 @@ CACHED_CHANNELS = 8
 
 @dataclass(frozen=True)
 class _Matrix:
-    count: int  # rows read, and
-    last: int  # the highest id among them
+    count: int  # rows read,
+    last: int  # the highest id among them,
+    ids: int  # and their ids' sum
     keys: np.ndarray  # (session, turn) per row
     matrix: np.ndarray  # a vector per row
     position: dict[tuple[int, int], int]  # each key's row
 
 
-_EMPTY = _Matrix(0, 0, np.zeros((0, 2), np.int64), np.zeros((0, meaning.DIMENSIONS), np.float32), {})
+_EMPTY = _Matrix(0, 0, 0, np.zeros((0, 2), np.int64), np.zeros((0, meaning.DIMENSIONS), np.float32), {})
 _cache: OrderedDict[int, _Matrix] = OrderedDict()
 _cache_lock = threading.Lock()
 
@@ -214,22 +228,23 @@ def forget_cached_vectors() -> None:
     """Drop every channel's cached vectors and the requests' (the next search reads them again)."""
     with _cache_lock:
         _cache.clear()
-    with _queries_lock:
+    with _queries:
         _recent_queries.clear()
 
 
 def _channel_vectors(channel_id: int) -> _Matrix:
     """The channel's vectors, read from where this process's copy stops.
 
-    The copy holds if the channel still has as many vectors, and the same newest one. More,
-    and a newer one: the rows after the copy's newest are added; if the count still differs
-    (in PostgreSQL a vector can commit after one with a higher id), or there are fewer (a
-    session deleted), the channel is read again whole.
+    The copy holds if the channel still has as many vectors, the same newest one and the same
+    sum of ids (one deleted and one committed late leave the count and the newest as they
+    were). More, and a newer one: the rows after the copy's newest are added; if the count or
+    the sum still differs (in PostgreSQL a vector can commit after one with a higher id), or
+    there are fewer (a session deleted), the channel is read again whole.
     """
     table = ExchangeVector._meta.db_table
     with connection.cursor() as cursor:
-        cursor.execute(f"SELECT count(*), max(id) FROM {table} WHERE channel_id = %s", [channel_id])
-        count, last = cursor.fetchone()
+        cursor.execute(f"SELECT count(*), max(id), sum(id) FROM {table} WHERE channel_id = %s", [channel_id])
+        count, last, ids = cursor.fetchone()
         if not count:
             return _EMPTY
 
@@ -242,10 +257,11 @@ def _channel_vectors(channel_id: int) -> _Matrix:
 
         with _cache_lock:
             cached = _cache.get(channel_id)
-        entry = cached if cached and cached.count == count and cached.last == last else None
+        held = (count, last, int(ids))
+        entry = cached if cached and (cached.count, cached.last, cached.ids) == held else None
         if entry is None and cached is not None and cached.last < last and count > cached.count:
             grown = _grown(cached, rows_after(cached.last))
-            entry = grown if grown.count == count else None
+            entry = grown if (grown.count, grown.ids) == (count, held[2]) else None
         if entry is None:
             entry = _grown(_EMPTY, rows_after(0))
     with _cache_lock:
@@ -267,6 +283,7 @@ def _grown(cached: _Matrix, rows: list[tuple]) -> _Matrix:
     return _Matrix(
         cached.count + len(rows),
         rows[-1][0],
+        cached.ids + sum(row[0] for row in rows),
         np.concatenate([cached.keys, keys]),
         np.concatenate([cached.matrix, matrix]),
         position,

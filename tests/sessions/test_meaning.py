@@ -166,6 +166,21 @@ def test_a_vector_that_commits_after_a_newer_one_is_still_found(direct_channel):
     assert {(session.pk, 3), (session.pk, 9)} <= set(found)
 
 
+def test_a_vector_deleted_while_another_commits_late_is_noticed(direct_channel):
+    # The count and the newest id stay as they were; the sum of ids does not.
+    session = services.import_session(channel=direct_channel, data=puppies_history(8)).session
+    upkeep.embed_session(session)
+    puppies = ExchangeVector.objects.get(session=session, turn=3)
+    late_id, vector = puppies.pk, bytes(puppies.vector)
+    puppies.delete()
+    assert (session.pk, 3) not in vectors.nearest(ASKED_OTHERWISE, channel_id=direct_channel.pk, limit=8)
+
+    ExchangeVector.objects.filter(session=session, turn=1).delete()
+    ExchangeVector.objects.create(id=late_id, channel=direct_channel, session=session, turn=3, vector=vector)
+    found = vectors.nearest(ASKED_OTHERWISE, channel_id=direct_channel.pk, limit=8)
+    assert (session.pk, 3) in found and (session.pk, 1) not in found
+
+
 def test_embed_history_embeds_what_history_from_before_lacks(settings, direct_channel):
     settings.MEANING_SEARCH = False
     session = services.import_session(channel=direct_channel, data=puppies_history(12)).session
@@ -229,5 +244,5 @@ def test_a_vector_written_while_a_message_is_stored_waits_its_turn_instead_of_de
         failures.append(error)
         written = 0
     writer.join(20)
-    assert not failures and written == 1
+    assert not writer.is_alive() and not failures and written == 1
     assert ExchangeVector.objects.filter(session=session, turn=3).exists()
