@@ -89,6 +89,8 @@ def send_event(channel_id: int, event_type: str, **payload: Any) -> int:
     with transaction.atomic(savepoint=False):
         # The row lock serializes writers per channel until commit (SQLite: the IMMEDIATE write
         # lock does the same), so seqs are gap-free and commit in the order they were given out.
+        # Every writer that also locks a session's row takes it first (storing a message, a
+        # nudge, an exchange's vectors): in the other order two of them can deadlock in PostgreSQL.
         locked = Channel.objects.select_for_update().filter(pk=channel_id)
         last, office_id = locked.values_list("last_event_seq", "office_id").get()
         seq = last + 1
