@@ -218,6 +218,10 @@ class _Matrix:
     matrix: np.ndarray  # a vector per row
     position: dict[tuple[int, int], int]  # each key's row
 
+    @property
+    def held(self) -> tuple[int, int, int]:
+        return self.count, self.last, self.ids
+
 
 _EMPTY = _Matrix(0, 0, 0, np.zeros((0, 2), np.int64), np.zeros((0, meaning.DIMENSIONS), np.float32), {})
 _cache: OrderedDict[int, _Matrix] = OrderedDict()
@@ -258,10 +262,10 @@ def _channel_vectors(channel_id: int) -> _Matrix:
         with _cache_lock:
             cached = _cache.get(channel_id)
         held = (count, last, int(ids))
-        entry = cached if cached and (cached.count, cached.last, cached.ids) == held else None
+        entry = cached if cached and cached.held == held else None
         if entry is None and cached is not None and cached.last < last and count > cached.count:
             grown = _grown(cached, rows_after(cached.last))
-            entry = grown if (grown.count, grown.ids) == (count, held[2]) else None
+            entry = grown if grown.held == held else None
         if entry is None:
             entry = _grown(_EMPTY, rows_after(0))
     with _cache_lock:

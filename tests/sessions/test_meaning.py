@@ -150,15 +150,22 @@ def test_the_search_sees_new_vectors_and_forgets_a_deleted_sessions(direct_chann
     assert max(left, key=left.get) == (second.pk, 5) and not any(session == first_pk for session, _ in left)
 
 
-def test_a_vector_that_commits_after_a_newer_one_is_still_found(direct_channel):
-    # In PostgreSQL two embedding jobs can commit out of id order: a search that read up to the
-    # newer vector must still see the older one once it is there.
-    session = services.import_session(channel=direct_channel, data=puppies_history(8)).session
+def searched_before_the_puppies_vector_commits(channel):
+    """An embedded session whose puppies vector (turn 3) a search has not seen yet, as if it
+    committed late; returns the session, that vector's id and its bytes."""
+    session = services.import_session(channel=channel, data=puppies_history(8)).session
     upkeep.embed_session(session)
     puppies = ExchangeVector.objects.get(session=session, turn=3)
     late_id, vector = puppies.pk, bytes(puppies.vector)
-    puppies.delete()  # as if not committed yet when the search reads the newer vectors
-    assert (session.pk, 3) not in vectors.nearest(ASKED_OTHERWISE, channel_id=direct_channel.pk, limit=8)
+    puppies.delete()
+    assert (session.pk, 3) not in vectors.nearest(ASKED_OTHERWISE, channel_id=channel.pk, limit=8)
+    return session, late_id, vector
+
+
+def test_a_vector_that_commits_after_a_newer_one_is_still_found(direct_channel):
+    # In PostgreSQL two embedding jobs can commit out of id order: a search that read up to the
+    # newer vector must still see the older one once it is there.
+    session, late_id, vector = searched_before_the_puppies_vector_commits(direct_channel)
 
     ExchangeVector.objects.create(id=late_id, channel=direct_channel, session=session, turn=3, vector=vector)
     ExchangeVector.objects.create(channel=direct_channel, session=session, turn=9, vector=vector)
@@ -168,13 +175,7 @@ def test_a_vector_that_commits_after_a_newer_one_is_still_found(direct_channel):
 
 def test_a_vector_deleted_while_another_commits_late_is_noticed(direct_channel):
     # The count and the newest id stay as they were; the sum of ids does not.
-    session = services.import_session(channel=direct_channel, data=puppies_history(8)).session
-    upkeep.embed_session(session)
-    puppies = ExchangeVector.objects.get(session=session, turn=3)
-    late_id, vector = puppies.pk, bytes(puppies.vector)
-    puppies.delete()
-    assert (session.pk, 3) not in vectors.nearest(ASKED_OTHERWISE, channel_id=direct_channel.pk, limit=8)
-
+    session, late_id, vector = searched_before_the_puppies_vector_commits(direct_channel)
     ExchangeVector.objects.filter(session=session, turn=1).delete()
     ExchangeVector.objects.create(id=late_id, channel=direct_channel, session=session, turn=3, vector=vector)
     found = vectors.nearest(ASKED_OTHERWISE, channel_id=direct_channel.pk, limit=8)
