@@ -29,6 +29,13 @@ class Session(models.Model):
     nudged_at = models.DateTimeField(null=True, blank=True)
     # A short note from the previous session's summary, when this one was started from the nudge.
     carried_note = models.TextField(blank=True)
+    # What the session's exchange vectors are, kept in the transaction that writes them
+    # (sessions.vectors.embed_exchanges): how many, the newest id and the ids' sum. A search
+    # checks its cached copy of a channel's vectors against these, summed over the channel's
+    # sessions, instead of counting the vectors (which grew with the channel).
+    vector_count = models.PositiveIntegerField(default=0)
+    vector_last = models.BigIntegerField(default=0)
+    vector_ids = models.BigIntegerField(default=0)
 
     class Meta:
         ordering = ["-started_at"]

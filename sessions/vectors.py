@@ -24,6 +24,8 @@ from dataclasses import dataclass
 import numpy as np
 from django.conf import settings
 from django.db import IntegrityError, connection, transaction
+from django.db.models import F
+from django.db.models.functions import Greatest
 
 from . import meaning, relevance
 from .models import ExchangeVector, Message, Session, Task
@@ -80,7 +82,19 @@ def embed_exchanges(session: Session, turns: Iterable[int] | None = None) -> int
             # cost the vector and held the message back a second).
             if not Session.objects.select_for_update().filter(pk=session.pk).values_list("pk", flat=True):
                 return 0  # the session was deleted meanwhile
-            ExchangeVector.objects.bulk_create(rows, ignore_conflicts=True)
+            # Under that lock no other job writes this session's vectors: what another wrote
+            # since the read above is left out, and the rest is stored and counted at once.
+            meanwhile = set(
+                ExchangeVector.objects.filter(session=session, turn__in=[row.turn for row in rows]).values_list("turn", flat=True)
+            )
+            rows = ExchangeVector.objects.bulk_create([row for row in rows if row.turn not in meanwhile])
+            if rows:
+                ids = [row.pk for row in rows]
+                Session.objects.filter(pk=session.pk).update(
+                    vector_count=F("vector_count") + len(ids),
+                    vector_last=Greatest("vector_last", max(ids)),
+                    vector_ids=F("vector_ids") + sum(ids),
+                )
     except IntegrityError:  # the session was deleted meanwhile
         return 0
     return len(rows)
@@ -239,29 +253,34 @@ def forget_cached_vectors() -> None:
 def _channel_vectors(channel_id: int) -> _Matrix:
     """The channel's vectors, read from where this process's copy stops.
 
-    The copy holds if the channel still has as many vectors, the same newest one and the same
-    sum of ids (one deleted and one committed late leave the count and the newest as they
-    were). More, and a newer one: the rows after the copy's newest are added; if the count or
-    the sum still differs (in PostgreSQL a vector can commit after one with a higher id), or
-    there are fewer (a session deleted), the channel is read again whole.
+    The copy holds if the channel's sessions still say it has as many vectors, the same newest
+    one and the same sum of ids (a session deleted and a vector committed late leave the
+    count and the newest as they were). More, and a newer one: the rows after the copy's
+    newest are added; if the count or the sum still differs (in PostgreSQL a vector can commit
+    after one with a higher id), or there are fewer (a session deleted), the channel is read
+    again whole. The totals are a few rows (one a session), not one a vector.
     """
-    table = ExchangeVector._meta.db_table
     with connection.cursor() as cursor:
-        cursor.execute(f"SELECT count(*), max(id), sum(id) FROM {table} WHERE channel_id = %s", [channel_id])
+        cursor.execute(
+            f"SELECT coalesce(sum(vector_count), 0), coalesce(max(vector_last), 0), coalesce(sum(vector_ids), 0)"
+            f" FROM {Session._meta.db_table} WHERE channel_id = %s",
+            [channel_id],
+        )
         count, last, ids = cursor.fetchone()
         if not count:
             return _EMPTY
 
         def rows_after(after: int) -> list[tuple]:
             cursor.execute(
-                f"SELECT id, session_id, turn, vector FROM {table} WHERE channel_id = %s AND id > %s ORDER BY id",
+                f"SELECT id, session_id, turn, vector FROM {ExchangeVector._meta.db_table}"
+                " WHERE channel_id = %s AND id > %s ORDER BY id",
                 [channel_id, after],
             )
             return cursor.fetchall()
 
         with _cache_lock:
             cached = _cache.get(channel_id)
-        held = (count, last, int(ids))
+        held = (int(count), int(last), int(ids))
         entry = cached if cached and cached.held == held else None
         if entry is None and cached is not None and cached.last < last and count > cached.count:
             grown = _grown(cached, rows_after(cached.last))

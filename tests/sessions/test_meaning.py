@@ -10,6 +10,8 @@ import numpy as np
 import pytest
 from django.core.management import call_command
 from django.db import connection, transaction
+from django.db.models import F
+from django.db.models.functions import Greatest
 
 from coworkers.providers.offline import OfflineResponder
 from sessions import history, jsonl, meaning, prompts, services, tasks, upkeep, vectors
@@ -150,16 +152,42 @@ def test_the_search_sees_new_vectors_and_forgets_a_deleted_sessions(direct_chann
     assert max(left, key=left.get) == (second.pk, 5) and not any(session == first_pk for session, _ in left)
 
 
-def searched_before_the_puppies_vector_commits(channel):
+def commit_vector(session, *, turn, vector, pk=None):
+    """A vector written as an embedding job writes it: the row and the session's totals in one
+    transaction (sessions.vectors.embed_exchanges), here with the id of our choosing."""
+    with transaction.atomic():
+        row = ExchangeVector.objects.create(id=pk, channel_id=session.channel_id, session=session, turn=turn, vector=vector)
+        Session.objects.filter(pk=session.pk).update(
+            vector_count=F("vector_count") + 1, vector_last=Greatest("vector_last", row.pk), vector_ids=F("vector_ids") + row.pk
+        )
+
+
+def searched_before_the_puppies_vector_commits(channel, *, before=0):
     """An embedded session whose puppies vector (turn 3) a search has not seen yet, as if it
-    committed late; returns the session, that vector's id and its bytes."""
+    committed late; returns the session, that vector's id and its bytes. `before`: a session
+    of that many exchanges, embedded first."""
+    if before:
+        upkeep.embed_session(services.import_session(channel=channel, data=puppies_history(before, puppies_turn=0)).session)
     session = services.import_session(channel=channel, data=puppies_history(8)).session
     upkeep.embed_session(session)
     puppies = ExchangeVector.objects.get(session=session, turn=3)
     late_id, vector = puppies.pk, bytes(puppies.vector)
+    # Not committed yet: neither the row nor its share of the session's totals.
     puppies.delete()
+    Session.objects.filter(pk=session.pk).update(vector_count=F("vector_count") - 1, vector_ids=F("vector_ids") - late_id)
     assert (session.pk, 3) not in vectors.nearest(ASKED_OTHERWISE, channel_id=channel.pk, limit=8)
     return session, late_id, vector
+
+
+def test_a_search_checks_its_copy_by_the_sessions_totals(direct_channel):
+    session = services.import_session(channel=direct_channel, data=puppies_history(8)).session
+    upkeep.embed_session(session)
+    session.refresh_from_db()
+    ids = list(ExchangeVector.objects.filter(session=session).values_list("pk", flat=True))
+    assert (session.vector_count, session.vector_last, session.vector_ids) == (8, max(ids), sum(ids))
+    assert vectors.embed_exchanges(session) == 0, "embedded again, nothing is written or counted twice"
+    session.refresh_from_db()
+    assert session.vector_count == 8
 
 
 def test_a_vector_that_commits_after_a_newer_one_is_still_found(direct_channel):
@@ -167,19 +195,20 @@ def test_a_vector_that_commits_after_a_newer_one_is_still_found(direct_channel):
     # newer vector must still see the older one once it is there.
     session, late_id, vector = searched_before_the_puppies_vector_commits(direct_channel)
 
-    ExchangeVector.objects.create(id=late_id, channel=direct_channel, session=session, turn=3, vector=vector)
-    ExchangeVector.objects.create(channel=direct_channel, session=session, turn=9, vector=vector)
+    commit_vector(session, turn=3, vector=vector, pk=late_id)
+    commit_vector(session, turn=9, vector=vector)
     found = vectors.nearest(ASKED_OTHERWISE, channel_id=direct_channel.pk, limit=9)
     assert {(session.pk, 3), (session.pk, 9)} <= set(found)
 
 
-def test_a_vector_deleted_while_another_commits_late_is_noticed(direct_channel):
+def test_a_session_deleted_while_a_vector_commits_late_is_noticed(direct_channel):
     # The count and the newest id stay as they were; the sum of ids does not.
-    session, late_id, vector = searched_before_the_puppies_vector_commits(direct_channel)
-    ExchangeVector.objects.filter(session=session, turn=1).delete()
-    ExchangeVector.objects.create(id=late_id, channel=direct_channel, session=session, turn=3, vector=vector)
+    session, late_id, vector = searched_before_the_puppies_vector_commits(direct_channel, before=1)
+    earlier = Session.objects.exclude(pk=session.pk).get(channel=direct_channel)
+    earlier.delete()
+    commit_vector(session, turn=3, vector=vector, pk=late_id)
     found = vectors.nearest(ASKED_OTHERWISE, channel_id=direct_channel.pk, limit=8)
-    assert (session.pk, 3) in found and (session.pk, 1) not in found
+    assert (session.pk, 3) in found and not any(key[0] == earlier.pk for key in found)
 
 
 def test_embed_history_embeds_what_history_from_before_lacks(settings, direct_channel):
