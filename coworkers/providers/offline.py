@@ -195,7 +195,11 @@ def _topic_tokens(text: str) -> set[str]:
 _EXCHANGE = re.compile(
     r"^##\s+Tasks?\s+(?P<turn>\d+)(?:–\d+)?(?:\s+of\s+(?P<where>this conversation|an earlier conversation))?(?:,\s*(?P<when>.+))?$"
 )
-_SAID_BY_USER = re.compile(r"^User(?:\s+\(the task after\))?:\s*(?P<text>.+)$")
+_SAID_BY_USER = re.compile(r"^User(?:\s+\(the task after\))?:\s*(?P<text>.*)$")
+# Any speaker's line there ("User:", "Mina:", "Mina (the task before):"): a message's later lines
+# (a pasted code block, a list) are the lines up to the next one.
+_TOP_HEADERS = (MEMORY_HEADER, SUMMARY_HEADER, RECALL_HEADER)
+_SPEAKER = re.compile(r"^[A-Z][\w-]*(?:\s+\(the task (?:before|after)\))?:(?:\s|$)")
 # "Draft…", "Remind me…", "Please…", "Can you…", 「請…」「幫我…」: a request, which answers nothing
 # when quoted back. (summarize.PAST holds the verbs of work: draft, write, plan…)
 _REQUEST_START = re.compile(
@@ -240,8 +244,16 @@ def _context_lines(text: str) -> Iterator[_Line]:
     section: str | None = None
     part = "summary"  # inside the summary block: "summary", "digests" or "carried"
     exchange = ""  # inside the recall block: the source of the exchange being read
+    person: list[str] | None = None  # there, the lines of the person's message being read
     for raw in text.splitlines():
         line = raw.strip()
+        if person is not None:
+            if _SPEAKER.match(line) or _EXCHANGE.match(line) or line.startswith(_TOP_HEADERS):
+                yield from _said_lines("\n".join(person).strip(), exchange)
+                person = None
+            else:
+                person.append(raw)  # as written: a code block keeps its indentation
+                continue
         if not line:
             continue
         if line.startswith("# "):
@@ -257,6 +269,11 @@ def _context_lines(text: str) -> Iterator[_Line]:
             earlier = (match["where"] or "").startswith("an earlier")
             exchange = _said_on(match["when"]) if match["when"] else SAID_BEFORE if earlier else SAID_EARLIER
             continue
+        if section == "recall" and exchange and not _MEMORY_LINE.match(line):
+            if user := _SAID_BY_USER.match(line):
+                person = [user["text"]]
+            # Anything else there is a coworker's reply, or a line of another layout: not a source.
+            continue
         if section is None or line.startswith("#") or line in (SUMMARY_FRAME, SUMMARY_END):
             continue  # sub-headers (## Decisions) keep the section they are in
         if not _BULLET.match(line) and line.endswith((":", "：")):
@@ -269,10 +286,6 @@ def _context_lines(text: str) -> Iterator[_Line]:
             yield _Line(match["text"], FROM_MEMORY, match["kind"])
         elif section == "memory":
             continue  # the block's description line
-        elif section == "recall":
-            if exchange and (said := _SAID_BY_USER.match(line)):
-                yield from _said_lines(said["text"], exchange)
-            # Anything else there is a coworker's reply, or a line of another layout: not a source.
         elif match := _TASK_LINE.match(line):
             if section == "summary" and part == "summary":  # a topic bullet
                 yield _Line(match["text"], FROM_SUMMARY)
@@ -285,6 +298,8 @@ def _context_lines(text: str) -> Iterator[_Line]:
             yield _Line(_BULLET.sub("", line), FROM_PREVIOUS)
         elif section == "summary" and part == "summary":
             yield _Line(_BULLET.sub("", line), FROM_SUMMARY)
+    if person is not None:
+        yield from _said_lines("\n".join(person).strip(), exchange)
 
 
 def _said_lines(text: str, source: str) -> Iterator[_Line]:

@@ -390,6 +390,24 @@ def test_it_finds_a_function_the_person_pasted_and_quotes_it_as_a_code_block():
     assert completion.text == f"{FOUND}\n\n- Here's my add function (you said this on Dec 1):\n\n{ADD_FUNCTION}"
 
 
+def test_it_finds_code_the_person_pasted_in_an_earlier_conversation_through_recall():
+    # In a new conversation the snippet is no longer in the window: only recall has it, with
+    # the message's later lines (the code, a comment in it) under its "User:" line.
+    pasted = f"Here's my add function:\n```python\n# the sum of two numbers\ndef add(a, b):\n    return a + b\n```"
+    recalled = HumanMessage(
+        context._tail_text([], [
+            context.RecallCandidate(
+                turn=6, session=1, instruction=pasted, answer="Noted.", coworker="mina", when="Tue 1 Dec 2026",
+                earlier_session=True,
+            ),
+            context.RecallCandidate(turn=7, session=1, instruction="Thanks!", answer="Any time.", coworker="mina", when="Tue 1 Dec 2026"),
+        ])
+    )
+    completion = OfflineResponder().complete(ask("Can you show me that add function again?", recalled))
+    code = "```python\n# the sum of two numbers\ndef add(a, b):\n    return a + b\n```"
+    assert completion.text == f"{FOUND}\n\n- Here's my add function (you said this on Dec 1):\n\n{code}"
+
+
 def test_it_finds_a_code_block_pasted_on_its_own():
     completion = OfflineResponder().complete(ask("Can you show me that add function again?", HumanMessage(ADD_FUNCTION)))
     assert completion.text == f"{FOUND}\n\n- Your code (you said this earlier):\n\n{ADD_FUNCTION}"
