@@ -17,6 +17,7 @@ from django.shortcuts import get_object_or_404, render
 from django.utils import timezone
 from django.utils.safestring import mark_safe
 
+from coworkers.providers import ANSWERED_WITHOUT_A_MODEL
 from sessions.models import ModelCall
 from sessions.spending import MEETING_NOTES, month_start
 
@@ -96,11 +97,15 @@ def usage(request: HttpRequest, slug: str) -> HttpResponse:
         axis_label=lambda v: f"${v:,.2f}" if v >= 0.01 or v == 0 else f"${v:,.4f}",
         empty_text="Nothing billed in this range.",
     )
+    in_range = ModelCall.objects.filter(office_id=office.pk, created_at__gte=start)
     return render(
         request,
         "office/usage.html",
         {
             "office": office,
+            # No model answered: the figures are the offline coworker's prompts, counted as a
+            # model would (about four characters a token), with nothing cached or billed.
+            "offline_only": in_range.exists() and not in_range.exclude(provider__in=ANSWERED_WITHOUT_A_MODEL).exists(),
             "range": chosen,
             "ranges": RANGES.items(),
             "total": figures.total,

@@ -126,3 +126,12 @@ def test_a_meetings_notes_are_a_row_of_their_own_named_as_such(client, alice, of
     notes = row(page(client, alice), spending.MEETING_NOTES)
 
     assert "Meeting notes" in notes and "no longer in this office" not in notes
+
+
+def test_it_says_when_no_model_answered_in_the_range(client, alice, direct_channel, no_background, frames):
+    run(direct_channel, "How is the deploy?", OfflineResponder())
+    offline = page(client, alice).content.decode()
+    assert 'data-notice="offline-usage"' in offline and "nothing was cached or billed" in offline
+
+    run(direct_channel, "Draft the launch email", answer_with(CACHED))
+    assert 'data-notice="offline-usage"' not in page(client, alice).content.decode(), "a model answered too"
