@@ -72,3 +72,4 @@ def test_a_title_is_one_line_cut_at_a_word():
     assert shorten("Draft three taglines for the spring launch of the planner app", 30) == "Draft three taglines for the…"
     assert shorten("x" * 50, 10) == "xxxxxxxxx…"
     assert plain_words("## Plan\n\n- **Ship** `it`,\n1. then read_file\n> rest") == "Plan Ship it, then read_file rest"
+    assert plain_words("`return n * 12` and 2 ** 3") == "return n * 12 and 2 ** 3", "arithmetic keeps its stars"
