@@ -417,7 +417,9 @@ def build_prompt(inputs: PromptInputs) -> Prompt:
     report = _report(
         inputs=inputs,
         layer_texts=layer_texts,
-        recent_messages=recent_messages,
+        # The tasks' own messages: the tails kept in front of them count with the recalled layer,
+        # as their characters do.
+        recent_messages=[m for t in detailed_turns for m in rendered.by_level[t][plan.levels[t]]],
         current_messages=current_messages,
         stable=stable,
         tail_memory_shown=[m for m in tail_memory if _memory_line(m) in tail.memory],

@@ -550,6 +550,9 @@ def test_between_folds_a_task_begins_with_the_whole_last_call_of_the_one_before_
         assert whole(current).startswith(whole(previous))
     last = live.calls[-1]
     assert last.report["layers"]["recent"]["kept_tails"] == list(range(1, 11))
+    # The kept tails are the recalled layer's, in tokens as in characters.
+    recent, recalled = last.report["layers"]["recent"], last.report["layers"]["recalled"]
+    assert recent["tokens"] <= recent["chars"] / 3 and recalled["tokens"] >= recalled["kept_chars"] / 5
     # Each fact is in the prompt once: a tail leaves out what an earlier tail already shows.
     text = whole(last)
     assert all(text.count(f"Learned during task {turn}.") == 1 for turn in range(1, 11))
