@@ -354,7 +354,8 @@ def _handoff(context: ToolContext, args: dict) -> ToolOutcome:
         origin={"handoff_from": context.task_id, "channel": context.channel_id},
         handed_off_from=current,
     )
-    return ToolOutcome(f"Handed off to {target.name}: task {task.turn} in #{channel.name}.")
+    where = f"the 1:1 with {target.name}" if channel.kind == Channel.Kind.DIRECT else f"#{channel.name}"
+    return ToolOutcome(f"Handed off to {target.name}: task {task.turn} in {where}.")
 
 
 def _handoff_channel(context: ToolContext, target: Coworker) -> Channel:

@@ -553,17 +553,19 @@ def _stated(text: str) -> str:
 
 
 def _answer_tool_results(messages: Sequence[BaseMessage]) -> str:
-    """The final answer once tool results came back: each tool and the first lines of what it returned."""
+    """The final answer once tool results came back: the first lines of what each returned (a failure
+    names its tool)."""
     opener = max((i for i, m in enumerate(messages) if isinstance(m, AIMessage)), default=-1)
     names = {call["id"]: call["name"] for call in messages[opener].tool_calls} if opener >= 0 else {}
     reports = []
     for message in messages[opener + 1 :]:
         if not isinstance(message, ToolMessage):
             continue
-        first = [line.strip() for line in message_text(message).splitlines() if line.strip()][:TOOL_RESULT_LINES]
-        outcome = "failed" if message.status == "error" else "returned"
-        name = names.get(message.tool_call_id, "a tool")
-        reports.append(f"- {name} {outcome}: {_quote(' / '.join(first) or '(nothing)')}")
+        first = " / ".join([line.strip() for line in message_text(message).splitlines() if line.strip()][:TOOL_RESULT_LINES])
+        if message.status == "error":
+            reports.append(f"- {names.get(message.tool_call_id, 'a tool')} failed: {_quote(first or '(nothing)')}")
+        else:  # a tool's result says what was done in words of its own ("Saved …", "Handed off to …")
+            reports.append(f"- {shorten(first, QUOTE_CHARS) or 'Done, with nothing to report.'}")
     return "Here's what came back:\n\n" + "\n".join(reports)
 
 

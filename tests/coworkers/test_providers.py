@@ -589,7 +589,8 @@ def test_it_reports_the_tool_result_after_a_tool_call():
     )
     completion = OfflineResponder().complete(request)
     assert completion.tool_calls == () and completion.stop_reason == "end_turn"
-    assert "write_document returned" in completion.text and "Saved “Launch checklist” (version 1)." in completion.text
+    assert "- Saved “Launch checklist” (version 1). / Second line." in completion.text
+    assert "write_document" not in completion.text, "a person reads what was done, not the tool's name"
 
 
 # --- the offline responder: background purposes -------------------------------------

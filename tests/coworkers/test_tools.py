@@ -335,7 +335,7 @@ def test_handoff_starts_a_task_in_the_targets_direct_channel(task, ctx, theo, no
 
     theo_channel = Channel.objects.get(kind=Channel.Kind.DIRECT, coworker=theo)  # opened for the handoff
     handed = Task.objects.get(session__channel=theo_channel)
-    assert outcome == tools.ToolOutcome(f"Handed off to Theo: task {handed.turn} in #Theo.")
+    assert outcome == tools.ToolOutcome(f"Handed off to Theo: task {handed.turn} in the 1:1 with Theo.")
     assert (handed.coworker, handed.handed_off_from, handed.status) == ("theo", task, Task.Status.QUEUED)
     assert handed.origin == {"handoff_from": task.pk, "channel": task.session.channel_id}
     assert list(task.handoffs.all()) == [handed]
@@ -349,7 +349,7 @@ def test_handoff_uses_the_targets_existing_direct_channel(ctx, theo, office):
 
     outcome = run_tool(ctx, "handoff", {"coworker": "@theo", "brief": "Check the DNS."})
 
-    assert outcome.content == "Handed off to Theo: task 1 in #Theo (1:1)."
+    assert outcome.content == "Handed off to Theo: task 1 in the 1:1 with Theo."
     assert Task.objects.get(session__channel=existing).coworker == "theo"
 
 
@@ -373,7 +373,7 @@ def test_handoff_goes_to_the_direct_channel_when_the_target_is_not_in_the_projec
 
     outcome = run_tool(context_for(current), "handoff", {"coworker": "theo", "brief": "Add tracking."})
 
-    assert outcome.content == "Handed off to Theo: task 1 in #Theo."
+    assert outcome.content == "Handed off to Theo: task 1 in the 1:1 with Theo."
 
 
 def test_a_handoff_in_a_project_channel_lets_the_running_task_finish(office, mina, theo, frames, no_background):
