@@ -21,7 +21,7 @@ from sessions.context import MEMORY_HEADER, RECALL_HEADER, SUMMARY_END, SUMMARY_
 from sessions.extract import extract_candidates, forget_requests, remember_request, states_fact
 from sessions.history import Record, TaskRecords, ToolCall
 from sessions.relevance import Index, shorten, similarity, split_sentences, stem, strip_chatter, tokens
-from sessions.summarize import MONTHS, PAST, summarize_extractively
+from sessions.summarize import MONTHS, PAST, QUESTION, summarize_extractively
 
 from .base import (
     Completion,
@@ -38,6 +38,9 @@ from .base import (
 MODEL = "offline"
 NOTHING_YET = "I don't have anything on that yet."
 NOTHING_TO_ADD = "Nothing to add from me."
+# News the person states: kept in memory after the task, or not.
+NOTED, NOTED_ZH = "Thanks, noted.", "收到，記下了。"
+THANKS, THANKS_ZH = "Thanks for letting me know.", "收到，謝謝告知。"
 FOUND = "Here's what I have on that:"
 # Writing, drafting, coding or translating needs a model; pretending to have nothing on it would mislead.
 NEEDS_A_MODEL = "Writing that needs an AI model, and none is connected yet (the note at the top of the page says how to connect one)."
@@ -446,8 +449,25 @@ def _reply(request: CompletionRequest) -> str:
         parts += [FOUND, _bullets(found)] if found else []
         return "\n\n".join(parts) or NOTHING_TO_ADD
     if not found:
-        return NOTHING_TO_ADD if len(fresh) < len(lines) and _relevant_lines(instruction, lines) else NOTHING_YET
+        if len(fresh) < len(lines) and _relevant_lines(instruction, lines):
+            return NOTHING_TO_ADD
+        return _noted(instruction, said_here, chinese) or NOTHING_YET
     return FOUND + "\n\n" + _bullets(found)
+
+
+def _noted(instruction: str, said_here: str, chinese: bool) -> str | None:
+    """An acknowledgement of news the person states ("The beta goes live on Friday."): "Thanks,
+    noted." when the memory extractor will keep it after the task, else a plain thanks. None for a
+    question or a request, which the acknowledgement would not answer."""
+    sentences = [sentence.strip() for sentence in split_sentences(instruction) if sentence.strip()]
+    if not sentences or any(QUESTION.search(s) or _REQUEST_START.match(s) for s in sentences):
+        return None
+    if not any(states_fact(strip_chatter(s)) for s in sentences):
+        return None  # "ok thanks", "hello there": nothing was stated
+    records = TaskRecords(turn=1, records=(Record(id="u", previous=None, turn=1, role="user", content=instruction),))
+    kept = bool(extract_candidates(records))
+    text = (NOTED_ZH if kept else THANKS_ZH) if chinese else (NOTED if kept else THANKS)
+    return NOTHING_TO_ADD if text in said_here else text
 
 
 def _current(messages: Sequence[BaseMessage]) -> int:

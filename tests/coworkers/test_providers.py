@@ -29,6 +29,10 @@ from coworkers.providers.offline import (
     NOTHING_TO_ADD,
     NOTHING_TO_REMEMBER,
     NOTHING_YET,
+    NOTED,
+    NOTED_ZH,
+    THANKS,
+    THANKS_ZH,
 )
 from coworkers.providers.scripted import CallTools, Fail, Reply, ScriptedProvider, ScriptExhausted
 from sessions import context
@@ -306,6 +310,16 @@ def test_it_dates_what_the_person_said_in_a_block_of_consecutive_recalled_exchan
     assert "- We booked the Harbour Loft for the offsite (you said this on May 3)" in completion.text
 
 
+def test_news_the_person_states_is_acknowledged_not_answered_with_nothing():
+    def reply(text):
+        return OfflineResponder().complete(ask(text, system=(PERSONA,))).text
+
+    assert reply("Team, the beta sign-up page goes live on Friday.") == THANKS
+    assert reply("I prefer short answers.") == NOTED, "the memory keeps this one"
+    assert reply("產品發表會訂在五月四日。") == THANKS_ZH
+    assert reply("Is the beta live? It should be.") == NOTHING_YET, "a question is not news"
+
+
 def test_it_says_it_has_nothing_yet_when_nothing_is_relevant():
     completion = OfflineResponder().complete(ask("Who is our lawyer?"))
     assert completion.text == NOTHING_YET
@@ -531,10 +545,10 @@ def test_it_stops_mid_stream_with_the_partial_text():
 
 
 # Every way an offline reply opens: what it found, that it has nothing, that writing needs a model,
-# or the acknowledgement of a request to remember or forget.
+# the acknowledgement of a request to remember or forget, or of news the person states.
 OPENINGS = (
     NOTHING_YET, FOUND, NEEDS_A_MODEL, NEEDS_A_MODEL_ZH, NOTHING_TO_REMEMBER, "我看不出",
-    "Noted: ", "Okay, I'll forget ", "記下了：", "好的，我會忘記",
+    "Noted: ", "Okay, I'll forget ", "記下了：", "好的，我會忘記", NOTED, NOTED_ZH, THANKS, THANKS_ZH,
 )
 
 
