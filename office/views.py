@@ -353,7 +353,7 @@ def _prepare_history(channel: Channel, session: Session | None, messages: list[M
                 reports[str(turn)] = {**bar(report), "coworker": coworker}
     call_names: dict[str, str] = {}
     # Rendered when stored; rendering history again on every page view was seconds of CPU a view.
-    html = html_of([m for m in messages if (m.role == Message.Role.ASSISTANT and m.content) or _is_notes(m)])
+    html = html_of([m for m in messages if (m.role in (Message.Role.USER, Message.Role.ASSISTANT) and m.content) or _is_notes(m)])
     meeting_names = dict(Channel.objects.filter(office_id=channel.office_id, pk__in=meetings_of.values()).values_list("pk", "name"))
     for message in messages:
         coworker = coworkers.get(message.coworker)
@@ -371,6 +371,7 @@ def _prepare_history(channel: Channel, session: Session | None, messages: list[M
             if not message.tool_calls and context and context["coworker"] in ("", message.coworker):
                 message.context = context
         elif message.role == Message.Role.USER:
+            message.html = html.get(str(message.pk), "")
             # The instruction shows how its task ended when that is not simply "done".
             message.task_status, message.task_error = states.get(message.turn, ("", ""))
             if message.task_status == Task.Status.DONE:

@@ -99,7 +99,13 @@ function updateTaskCount(turn) {
 
 // Rendering records ---------------------------------------------------------------------------------
 
-function userElement(message) {
+function userElement(message, html) {
+  let text = el("div", { class: "text", text: message.content });
+  if (typeof html === "string" && html) {
+    text = el("div", { class: "text md" });
+    text.innerHTML = html; // sanitized by the server (office/markdown.py), as a coworker's
+    window.decorateCode?.(text);
+  }
   return el(
     "article",
     { class: "msg user", id: message.id ? `m-${message.id}` : null, dataset: { id: message.id, turn: message.turn, role: "user" } },
@@ -108,7 +114,7 @@ function userElement(message) {
       "div",
       { class: "bubble" },
       el("header", {}, el("span", { class: "who", text: "You" }), " ", timeElement(message.created_at), el("span", { class: "task-state", "data-task-state": true })),
-      el("div", { class: "text", text: message.content }),
+      text,
     ),
   );
 }
@@ -213,7 +219,7 @@ function addMessage({ message, html }) {
   keepingScroll(() => {
     let node;
     if (message.role === "user") {
-      node = userElement(message);
+      node = userElement(message, html);
       const pending = takePending(message.content);
       if (pending) pending.el.remove();
       updateTaskCount(message.turn);
@@ -419,6 +425,17 @@ function onDelta(frame) {
   }
 }
 
+/** Whether a live bubble's text is part of a stored reply of its task and coworker shown already. */
+function alreadyShown(bubble, turn) {
+  const words = (text) => (text || "").replace(/[^\p{L}\p{N}]+/gu, " ").trim();
+  const streamed = words(bubble.raw);
+  if (!streamed) return false;
+  const coworker = bubble.dataset.coworker || "";
+  return [...history.querySelectorAll(`.msg.assistant[data-id][data-turn="${turn}"]`)].some(
+    (node) => (node.dataset.coworker || "") === coworker && words(node.querySelector(".text")?.textContent).includes(streamed),
+  );
+}
+
 /** Format the streamed text once a frame, however many deltas arrived in it (text only, no HTML). */
 function formatLive(bubble) {
   if (bubble.formatting) return;
@@ -435,6 +452,13 @@ function onTask(frame) {
   if (TERMINAL.has(task.status)) {
     for (const [key, bubble] of state.live) {
       if (Number(bubble.dataset.task) !== task.id || bubble.classList.contains("partial")) continue;
+      if (alreadyShown(bubble, task.turn)) {
+        // The end of a stream whose stored message the page already showed (its deltas came in
+        // after a reconnect's snapshot): not a second, cut-short reply.
+        bubble.remove();
+        state.live.delete(key);
+        continue;
+      }
       // The final message replaces a bubble before the task ends; what is left was cut short.
       bubble.classList.replace("live", "partial");
       bubble.removeAttribute("aria-busy");

@@ -232,7 +232,7 @@ def test_a_follow_up_opens_in_its_owners_1_1_and_links_back_to_the_meeting(clien
 
     assert opened["Location"] == reverse("channel", args=[direct.pk]) + f"#turn-{follow_up.turn}"
     page = client.get(reverse("channel", args=[direct.pk])).content.decode()
-    assert "Follow-up from the meeting “Launch sync”: I&#x27;ll fix the invite link on mobile by Friday." in page
+    assert "Follow-up from the meeting “Launch sync”: I'll fix the invite link on mobile by Friday." in page
     assert f'From the meeting <a href="{reverse("channel", args=[channel.pk])}">Launch sync</a>' in page
 
 
@@ -264,3 +264,12 @@ def test_an_outsider_cannot_open_a_task_link(client, finished_meeting, charlie):
     client.force_login(charlie)
     assert client.get(reverse("open_task", args=[task.pk])).status_code == 404
     assert client.get(reverse("open_task", args=[987654])).status_code == 404
+
+
+def test_a_persons_markdown_is_shown_rendered_like_a_coworkers(client, alice, direct_channel, no_background):
+    posting.post_instruction(channel=direct_channel, text="Check this:\n\n```python\ndef price(n):\n    return n * 12\n```")
+    client.force_login(alice)
+    page = client.get(reverse("channel", args=[direct_channel.pk])).content.decode()
+    instruction = page[page.index('data-role="user"') :]
+    instruction = instruction[: instruction.index("</article>")]
+    assert '<div class="text md">' in instruction and "<pre>" in instruction and "```" not in instruction

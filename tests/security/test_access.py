@@ -67,8 +67,9 @@ def test_a_member_does_see_them(bob, acme, globex_channel):
     assert client.get("/o/acme/").status_code == 200
     assert client.get("/o/acme/usage/").status_code == 200
     assert "Acme&#x27;s trial is 14 days." in client.get("/o/acme/memory/").content.decode()
-    assert "Acme&#x27;s secret instruction" in client.get(f"/c/{channel}/").content.decode()
-    assert "Acme&#x27;s old secret instruction" in client.get(f"/c/{channel}/sessions/{ended}/").content.decode()
+    # Instructions are shown as markdown, rendered and sanitized as replies are.
+    assert "<p>Acme's secret instruction" in client.get(f"/c/{channel}/").content.decode()
+    assert "<p>Acme's old secret instruction" in client.get(f"/c/{channel}/sessions/{ended}/").content.decode()
     assert client.get(f"/c/{channel}/tasks/1/report/").json()["report"]["total_chars"] == 10
     assert client.get(f"/c/{channel}/tasks/1/report/?session={ended}").json()["session"] == ended
     # And a member of Acme is an outsider to Globex.

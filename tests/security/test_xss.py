@@ -96,12 +96,14 @@ def test_the_channel_page_shows_instructions_replies_names_and_titles_as_text(cl
     ended = hostile["ended"]
     # The ended session holds the reply; the channel page shows the new session's instruction.
     html = page(client, f"/c/{hostile['direct'].pk}/")
-    assert escaped(USER_TEXT) in html
+    # A person's markdown is rendered as a coworker's is: raw HTML shown as text, no script link.
+    shown_as_text = 'Plan &lt;script&gt;alert("user")&lt;/script&gt; &lt;img src=x onerror=alert("user")&gt;'
+    assert shown_as_text in html and '<a href="javascript' not in html
     assert f"<h1>{escaped(NAME)}</h1>" in html and escaped(ROLE) in html
     assert '"name": "\\u003Cimg src=x onerror=alert(\\"name\\")\\u003EMina"' in html, "the page data is JSON, not markup"
 
     past = page(client, f"/c/{hostile['direct'].pk}/sessions/{ended.pk}/")
-    assert escaped(USER_TEXT) in past
+    assert shown_as_text in past
     # The model's markdown is rendered, its raw HTML shown as text, its script link gone.
     assert "Sure. &lt;script&gt;alert(" in past and "&lt;img src=x onerror=alert(" in past
     # The document title in the tool call, and in the results of the tools.
