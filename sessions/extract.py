@@ -33,6 +33,7 @@ NEAR_IDENTICAL = 0.8  # at or above: the fact is already known
 SAME_SUBJECT = 0.8  # share of the shorter subject the other one must hold for a changed value to be an update
 REVERSAL = 0.5  # similarity above which an opposite statement replaces the old one
 FORGET_MATCH = 0.6  # share of the words of a forget request an item must hold to be deleted
+FACT_CHARS = 500  # the longest sentence kept as a fact
 
 
 @dataclass(frozen=True)
@@ -67,7 +68,9 @@ _FORGET = re.compile(
     r"|^請?(?:忘記|忘掉|不用記住?|不要記住?)[：:，,\s]*(.+)$",
     re.I,
 )
-_NO_LONGER = re.compile(r"\s*(?:\bno longer\b|不再)\s*", re.I)
+# The white space around it is taken from the start of its run only (possessive): tried from
+# every space of a long run, a search was quadratic.
+_NO_LONGER = re.compile(r"(?:(?<!\s)\s++)?(?:\bno longer\b|不再)\s*+", re.I)
 _PREFERENCE = re.compile(
     r"^(?:i (?:prefer|like|love|hate|dislike|don't like|do not like|'d rather|would rather)\b"
     r"|(?:please\s+)?(?:always|never|from now on)\b|(?:please\s+)?(?:don't|do not)\b|call me\b|my name is\b"
@@ -335,8 +338,8 @@ def extract_candidates(task: TaskRecords) -> list[Candidate]:
             continue  # tool results and notices are never a source
         for sentence in split_sentences(record.content):
             text = strip_chatter(sentence)
-            if not text or QUESTION.search(text):
-                continue
+            if not text or len(text) > FACT_CHARS or QUESTION.search(text):
+                continue  # a "sentence" of thousands of characters states no one fact
             if record.role == "user":
                 candidate = _from_user(text)
             elif (

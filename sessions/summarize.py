@@ -259,6 +259,7 @@ Sections = dict[str, list[Bullet]]
 # Parsing and rendering ---------------------------------------------------------
 
 # "## Decisions", and the "**Decisions**" or "Decisions:" a model sometimes writes instead.
+HEADER_CHARS = 200
 _HEADER = re.compile(r"^#{1,6}\s*(.+?)\s*#*$|^\*\*([^*]{1,40})\*\*:?$|^([A-Za-z][\w ]{0,38}):$")
 _ITEM = re.compile(r"^\s*(?:[-*•+]|\d{1,3}[.)])\s+(.*)$")
 _REF = re.compile(r"^\(tasks? (\d+)(?:\s*[–-]\s*(\d+))?(?:,\s*([^)]*))?\)\s*(.*)$", re.I)
@@ -274,7 +275,8 @@ def parse_summary(text: str) -> Sections:
     for line in text.splitlines():
         if not line.strip():
             continue
-        header = _HEADER.match(line.strip())
+        # A heading is short; a long line of marks would make the pattern backtrack for seconds.
+        header = _HEADER.match(line.strip()) if len(line) <= HEADER_CHARS else None
         title = next((group for group in header.groups() if group), "").lower() if header else ""
         if header and (line.lstrip().startswith("#") or any(word in title for _, word in _KEYWORDS)):
             current = next((name for name, word in _KEYWORDS if word in title), TOPICS)
@@ -329,7 +331,7 @@ _POLITE = re.compile(
     re.I,
 )
 _TOOLS_NOTE = re.compile(r"\s*\(used [^)]*\)$")
-_ANY_TOOLS_NOTE = re.compile(r"\s*\(used [^)]*(?:\)|…?$)")
+_ANY_TOOLS_NOTE = re.compile(r"(?:(?<!\s)\s++)?\(used [^)]*(?:\)|…?$)")  # spaces from their run's start only
 _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]")
 
 

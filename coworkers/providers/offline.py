@@ -331,7 +331,8 @@ def _is_context_block(message: BaseMessage) -> bool:
     return isinstance(message, HumanMessage) and message_text(message).lstrip().startswith(RECALL_HEADER)
 
 
-_CODE_BLOCK = re.compile(r"```[ \t]*(?P<language>[\w+#.-]*)[^\n]*\n(?P<code>.*?)\n?```", re.S)
+# A fence opens at the first of its backticks only: "```" × 5,000 was otherwise tried from each.
+_CODE_BLOCK = re.compile(r"(?<!`)```[ \t]*(?P<language>[\w+#.-]*)[^\n]*\n(?P<code>.*?)\n?```", re.S)
 # Code pasted without a fence: lines that open a definition or a block, or continue one indented.
 _CODE_OPENS = re.compile(
     r"^\s*(?:def|class|function|async def|import|from \S+ import|fn|func|public|private|#include)\b"
