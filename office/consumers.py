@@ -43,6 +43,11 @@ RESYNC_MAX_EVENTS = 500
 # Resyncs per socket: a burst of RESYNC_BURST, then one every RESYNC_EVERY_SECONDS; more are refused
 # with `rate_limited` (a page sends one per reconnect).
 RESYNC_BURST, RESYNC_EVERY_SECONDS = 3, 5.0
+# Frames of any kind per socket: a burst of FRAMES_BURST, then FRAMES_PER_SECOND. A page sends a
+# few a minute; past this, the socket is closed with FLOODED before the frame is read (20,000
+# frames of nonsense once kept the server busy for two minutes). The page reconnects by itself.
+FRAMES_BURST, FRAMES_PER_SECOND = 60, 10
+FLOODED = 4429
 # Redis forgets who is in a group when it restarts, and a socket that stays open through that
 # would hear nothing more: each socket joins its group again this often, then sends from the
 # store what it missed.
@@ -155,6 +160,7 @@ class ChannelConsumer(StaysJoined):
     """One browser tab watching one channel. Frames: README, "Websockets"."""
 
     channel_id: int
+    flooded = False  # closed for sending too many frames: what is still queued is dropped
 
     async def connect(self) -> None:
         self.channel_id = int(self.scope["url_route"]["kwargs"]["channel_id"])
@@ -162,6 +168,7 @@ class ChannelConsumer(StaysJoined):
         # The seq of the next persisted event this socket forwards live: each is sent once, in order.
         self.next_seq = 1
         self.resyncs = Bucket(RESYNC_BURST, RESYNC_EVERY_SECONDS)
+        self.frames = Bucket(FRAMES_BURST, 1 / FRAMES_PER_SECOND)
         self.office_id = await member_office(self.scope.get("user"), self.channel_id)
         if self.office_id is None:
             await self.close(code=REFUSED)
@@ -192,7 +199,13 @@ class ChannelConsumer(StaysJoined):
     # From the client --------------------------------------------------------------------
 
     async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None, **kwargs: Any) -> None:
-        if self.revoked:
+        if self.revoked or self.flooded:
+            return
+        if not self.frames.take():
+            self.flooded = True
+            log.warning("closing a socket of channel %s: more than %s frames at once", self.channel_id, FRAMES_BURST)
+            await self.send_error("rate_limited", "Too many messages at once; this connection was closed. Reload the page to go on.")
+            await self.close(code=FLOODED)
             return
         try:
             if text_data is None:

@@ -88,6 +88,8 @@ def stored() -> tuple[int, int, int]:
 @pytest_asyncio.fixture
 async def hostile_tab(bob, acme, enter, no_background, monkeypatch):
     monkeypatch.setattr("sessions.tasks.check_nudge.enqueue", lambda *args: None)
+    # Hundreds of frames on one socket, one after another: past the flood limit, which has a test of its own.
+    monkeypatch.setattr("office.consumers.FRAMES_BURST", 100_000)
     socket = await enter(bob, acme["channel"])
     return socket, await database_sync_to_async(stored)()
 

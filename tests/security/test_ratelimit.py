@@ -182,3 +182,20 @@ async def test_bad_frames_do_not_use_up_the_limit(bob, direct_channel, enter, li
     for n in range(3):
         frames = await send_instruction(socket, f"Instruction {n + 1}")
         assert frames[0]["type"] == "message"
+
+
+@pytest.mark.asyncio
+@pytest.mark.django_db(transaction=True)
+async def test_a_socket_flooding_frames_is_closed_and_another_persons_is_not(bob, alice, direct_channel, main_channel, enter):
+    from office.consumers import FLOODED, FRAMES_BURST
+
+    flooding, calm = await enter(bob, direct_channel), await enter(alice, main_channel)
+    for _ in range(FRAMES_BURST + 5):
+        await flooding.send_json_to({"type": "bogus"})
+    answers = [await flooding.receive_output(timeout=5) for _ in range(FRAMES_BURST + 2)]
+
+    assert [a["type"] for a in answers[-2:]] == ["websocket.send", "websocket.close"]
+    assert '"rate_limited"' in answers[-2]["text"] and answers[-1]["code"] == FLOODED
+    assert sum('"unknown_type"' in a.get("text", "") for a in answers) == FRAMES_BURST, "the burst is answered as usual"
+    await calm.send_json_to({"type": "bogus"})
+    assert (await calm.receive_json_from(timeout=5))["code"] == "unknown_type", "the other socket is not touched"
