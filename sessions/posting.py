@@ -105,10 +105,17 @@ def post_instruction(
     return task
 
 
+# Letters and marks that draw nothing: the Braille blank, Hangul fillers, the combining grapheme
+# joiner, Khmer's inherent vowels, the Mongolian vowel separator.
+BLANK_CHARACTERS = frozenset("\u2800\u3164\u115f\u1160\uffa0\u034f\u17b4\u17b5\u180e")
+
+
 def has_visible_text(text: str) -> bool:
-    """Anything but whitespace and invisible format characters (Unicode category Cf: zero-width
-    space and joiners, word joiner, BOM, direction marks)."""
-    return any(not char.isspace() and unicodedata.category(char) != "Cf" for char in text)
+    """Anything but whitespace, invisible format characters (Unicode category Cf: zero-width
+    space and joiners, word joiner, BOM, direction marks) and the blanks above."""
+    return any(
+        not char.isspace() and char not in BLANK_CHARACTERS and unicodedata.category(char) != "Cf" for char in text
+    )
 
 
 def same_instruction(existing: Task, text: str) -> Task:

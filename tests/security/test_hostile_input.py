@@ -45,7 +45,7 @@ async def test_it_takes_an_instruction_without_a_client_id_and_one_with_a_64_cha
     assert (await receive_until(socket, "task"))[0]["message"]["content"] == "Long id"
 
 
-@pytest.mark.parametrize("text", ["\u200b", "\u200b\u200c\u200d\u2060\ufeff", " \u200b \n\u200e\t"])
+@pytest.mark.parametrize("text", ["\u200b", "\u200b\u200c\u200d\u2060\ufeff", " \u200b \n\u200e\t", "\u2800", "\u3164 \u115f\u034f", "\u17b4\u180e"])
 async def test_it_refuses_text_made_only_of_invisible_characters(bob, acme, enter, text):
     socket = await enter(bob, acme["channel"])
     before = await database_sync_to_async(snapshot)()

@@ -113,6 +113,15 @@ def test_a_task_that_does_not_begin_with_the_instruction_is_refused(tmp_path, di
         run_import(file, direct_channel.pk)
 
 
+def test_it_refuses_a_file_larger_than_any_history_without_reading_it_all(tmp_path, direct_channel, monkeypatch):
+    monkeypatch.setattr("sessions.management.commands.import_session.MAX_IMPORT_BYTES", 100)
+    file = write_jsonl(tmp_path / "h.jsonl", RECORDS * 5)
+    before = Session.objects.count()
+    with pytest.raises(CommandError, match="larger than"):
+        run_import(file, direct_channel.pk)
+    assert Session.objects.count() == before, "nothing imported"
+
+
 def test_it_explains_a_missing_channel_file_or_session(tmp_path, direct_channel):
     file = write_jsonl(tmp_path / "h.jsonl", RECORDS)
     with pytest.raises(CommandError, match="no channel with id 999"):

@@ -48,13 +48,22 @@ class Command(BaseCommand):
         self.stdout.write(json.dumps(result.summary()))
 
 
+# Far more than any history (10,000 tasks are about 20 MB), and far less than the memory a
+# mistaken path such as /dev/zero would take.
+MAX_IMPORT_BYTES = 512 * 1024 * 1024
+
+
 def _read_bytes(file: str) -> bytes:
     # Bytes, not text: a crash can cut the last line in the middle of a UTF-8
     # character, and the parser treats that as the interrupted write it is.
     try:
         if file == "-":
-            return sys.stdin.buffer.read()
-        with open(file, "rb") as handle:
-            return handle.read()
+            data = sys.stdin.buffer.read(MAX_IMPORT_BYTES + 1)
+        else:
+            with open(file, "rb") as handle:
+                data = handle.read(MAX_IMPORT_BYTES + 1)
     except OSError as error:
         raise CommandError(f"Cannot read {file}: {error.strerror}.") from error
+    if len(data) > MAX_IMPORT_BYTES:
+        raise CommandError(f"{file} is larger than {MAX_IMPORT_BYTES // 2**20:,} MB. Nothing was imported.")
+    return data
