@@ -354,8 +354,9 @@ class SearchEntryAdmin(ReadOnlyAdmin, admin.ModelAdmin):
 
 
 @admin.register(ExchangeVector)
-class ExchangeVectorAdmin(ReadOnlyAdmin, admin.ModelAdmin):
-    """Which exchanges the search by meaning can find (the vectors themselves say nothing to read)."""
+class ExchangeVectorAdmin(AppendOnlyAdmin, admin.ModelAdmin):
+    """Which exchanges the search by meaning can find (the vectors themselves say nothing to read).
+    Not deleted one by one: each session keeps its vectors' totals (Session.vector_count)."""
 
     list_display = ["session", "turn", "channel"]
     exclude = ["vector"]

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 from django.conf import settings
 from django.db import IntegrityError, connection, transaction
-from django.db.models import F
+from django.db.models import Count, F, Max, Sum
 from django.db.models.functions import Greatest
 
 from . import meaning, relevance
@@ -88,8 +88,10 @@ def embed_exchanges(session: Session, turns: Iterable[int] | None = None) -> int
                 ExchangeVector.objects.filter(session=session, turn__in=[row.turn for row in rows]).values_list("turn", flat=True)
             )
             rows = ExchangeVector.objects.bulk_create([row for row in rows if row.turn not in meanwhile])
-            if rows:
-                ids = [row.pk for row in rows]
+            ids = [row.pk for row in rows]
+            if None in ids:  # a database that does not say the new ids (SQLite before 3.35)
+                count_again(session.pk)
+            elif ids:
                 Session.objects.filter(pk=session.pk).update(
                     vector_count=F("vector_count") + len(ids),
                     vector_last=Greatest("vector_last", max(ids)),
@@ -98,6 +100,21 @@ def embed_exchanges(session: Session, turns: Iterable[int] | None = None) -> int
     except IntegrityError:  # the session was deleted meanwhile
         return 0
     return len(rows)
+
+
+def count_again(session_id: int) -> None:
+    """Set the session's totals from its vectors, under its row's lock (as a writer holds it):
+    for a database that does not return new ids, and for `embed_history` (totals written by
+    an older version, or rows removed by hand, are set right)."""
+    with transaction.atomic():
+        if not Session.objects.select_for_update().filter(pk=session_id).values_list("pk", flat=True):
+            return
+        totals = ExchangeVector.objects.filter(session_id=session_id).aggregate(
+            count=Count("id"), last=Max("id"), ids=Sum("id")
+        )
+        Session.objects.filter(pk=session_id).update(
+            vector_count=totals["count"], vector_last=totals["last"] or 0, vector_ids=totals["ids"] or 0
+        )
 
 
 def exchange_texts(session_id: int, turns: Iterable[int] | None = None) -> dict[int, str]:

@@ -276,3 +276,13 @@ def test_a_vector_written_while_a_message_is_stored_waits_its_turn_instead_of_de
     writer.join(20)
     assert not writer.is_alive() and not failures and written == 1
     assert ExchangeVector.objects.filter(session=session, turn=3).exists()
+
+
+def test_embed_history_sets_right_totals_that_drifted(direct_channel):
+    session = services.import_session(channel=direct_channel, data=puppies_history(8)).session
+    upkeep.embed_session(session)
+    Session.objects.filter(pk=session.pk).update(vector_count=0, vector_last=0, vector_ids=0)  # as an older version left them
+    assert vectors.nearest(ASKED_OTHERWISE, channel_id=direct_channel.pk, limit=8) == {}, "the search trusts the totals"
+
+    call_command("embed_history", "--session", str(session.pk), stdout=io.StringIO(), stderr=io.StringIO())
+    assert (session.pk, 3) in vectors.nearest(ASKED_OTHERWISE, channel_id=direct_channel.pk, limit=8)

@@ -28,6 +28,8 @@ class Command(BaseCommand):
         for one in sessions.iterator():
             if not upkeep.embed_session(one, progress=lambda line, pk=one.pk: self.stderr.write(f"session {pk}: {line}")):
                 failed += 1
+            # The search checks its copy of a channel's vectors against these totals: set them right.
+            vectors.count_again(one.pk)
         if failed:
             raise CommandError(f"{failed} session(s) stopped part-way; run the command again for the rest.")
         self.stdout.write("every exchange that can be read has its vector")
