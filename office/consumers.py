@@ -204,7 +204,7 @@ class ChannelConsumer(StaysJoined):
         if not self.frames.take():
             self.flooded = True
             log.warning("closing a socket of channel %s: more than %s frames at once", self.channel_id, FRAMES_BURST)
-            await self.send_error("rate_limited", "Too many messages at once; this connection was closed. Reload the page to go on.")
+            await self.send_error("rate_limited", "Too many messages at once: this connection was closed, and the page connects again by itself.")
             await self.close(code=FLOODED)
             return
         try:

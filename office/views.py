@@ -47,7 +47,7 @@ NUDGE_MARK = "💡"
 # A past conversation is listed by its first instruction and the start of its first reply.
 TITLE_CHARS, PREVIEW_CHARS = 70, 110
 # Spaces and tabs only around a mark: "\s*" ran over every following line break from each one.
-_LINE_MARKS = re.compile(r"(?m)^[ \t]*+(?:#{1,6}|[-+*]|\d+[.)]|>)[ \t]++")
+_LINE_MARKS = re.compile(r"(?m)^[ \t]*+(?:#{1,6}|[-+*]|\d+[.)]|>)(?:[ \t]++|$)")
 # A mark that opens or closes something (**bold**, `code`): touching a word on one side only.
 # "n * 12" keeps its star, "snake_case" its underscore.
 _INLINE_MARKS = re.compile(r"(?<![\w*_`~])[*_`~]+(?=[^\s*_`~])|(?<=[^\s*_`~])[*_`~]+(?![\w*_`~])")

@@ -21,7 +21,7 @@ from sessions.context import MEMORY_HEADER, RECALL_HEADER, SUMMARY_END, SUMMARY_
 from sessions.extract import extract_candidates, forget_requests, remember_request, states_fact
 from sessions.history import Record, TaskRecords, ToolCall
 from sessions.relevance import Index, shorten, similarity, split_sentences, stem, strip_chatter, tokens
-from sessions.summarize import MONTHS, PAST, QUESTION, summarize_extractively
+from sessions.summarize import MONTHS, PAST, QUESTION, QUESTION_CHARS, summarize_extractively
 
 from .base import (
     Completion,
@@ -202,7 +202,8 @@ _SAID_BY_USER = re.compile(r"^User(?:\s+\(the task after\))?:\s*(?P<text>.*)$")
 # Any speaker's line there ("User:", "Mina:", "Mina (the task before):"): a message's later lines
 # (a pasted code block, a list) are the lines up to the next one.
 _TOP_HEADERS = (MEMORY_HEADER, SUMMARY_HEADER, RECALL_HEADER)
-_SPEAKER = re.compile(r"^[A-Z][\w-]*(?:\s+\(the task (?:before|after)\))?:(?:\s|$)")
+_SPEAKER = re.compile(r"^[A-Z0-9][\w-]*(?:\s+\(the task (?:before|after)\))?:(?:\s|$)")
+_FENCE = re.compile(r"^\s*```")
 # "Draft…", "Remind me…", "Please…", "Can you…", 「請…」「幫我…」: a request, which answers nothing
 # when quoted back. (summarize.PAST holds the verbs of work: draft, write, plan…)
 _REQUEST_START = re.compile(
@@ -251,7 +252,9 @@ def _context_lines(text: str) -> Iterator[_Line]:
     for raw in text.splitlines():
         line = raw.strip()
         if person is not None:
-            if _SPEAKER.match(line) or _EXCHANGE.match(line) or line.startswith(_TOP_HEADERS):
+            # Inside a code block the person wrote, "Content-Type: text/html" is code, not a speaker.
+            fenced = sum(1 for written in person if _FENCE.match(written)) % 2 == 1
+            if not fenced and (_SPEAKER.match(line) or _EXCHANGE.match(line) or line.startswith(_TOP_HEADERS)):
                 yield from _said_lines("\n".join(person).strip(), exchange)
                 person = None
             else:
@@ -259,7 +262,8 @@ def _context_lines(text: str) -> Iterator[_Line]:
                 continue
         if not line:
             continue
-        if line.startswith("# "):
+        if line.startswith("# ") and (section != "recall" or line.startswith(_TOP_HEADERS)):
+            # (In the recall block a "# " line is someone's code or heading, not a new block.)
             section = (
                 "memory" if line.startswith(MEMORY_HEADER)
                 else "summary" if line.startswith(SUMMARY_HEADER)
@@ -332,7 +336,7 @@ def _is_context_block(message: BaseMessage) -> bool:
 
 
 # A fence opens at the first of its backticks only: "```" × 5,000 was otherwise tried from each.
-_CODE_BLOCK = re.compile(r"(?<!`)```[ \t]*(?P<language>[\w+#.-]*)[^\n]*\n(?P<code>.*?)\n?```", re.S)
+_CODE_BLOCK = re.compile(r"(?<!`)```[ \t]*(?P<language>[\w+#.-]*)[^\n`]*\n(?P<code>.*?)\n?```", re.S)
 # Code pasted without a fence: lines that open a definition or a block, or continue one indented.
 _CODE_OPENS = re.compile(
     r"^\s*(?:def|class|function|async def|import|from \S+ import|fn|func|public|private|#include)\b"
@@ -456,12 +460,24 @@ def _reply(request: CompletionRequest) -> str:
     return FOUND + "\n\n" + _bullets(found)
 
 
+# Asked without a question mark ("where is the staging server"), or asked for ("Send Sam the
+# plan", "I need the numbers by Monday"): neither is news to acknowledge.
+_ASKS = re.compile(
+    r"^(?:what|how|where|who|whom|whose|which|when|why|is|are|was|were|am|do|does|did|can|could|would|will"
+    r"|should|shall|may|might|has|have|had|any|send|book|call|schedule|email|ask|prepare|update|fix|add|remove"
+    r"|move|share|buy|order|cancel|review|make|put|run|start|stop|set up|follow up)\b"
+    r"|^(?:i|we)\s+(?:need|want|would like|'d like)\b"
+    rf"|[{''.join(QUESTION_CHARS)}嗎呢]",
+    re.I,
+)
+
+
 def _noted(instruction: str, said_here: str, chinese: bool) -> str | None:
     """An acknowledgement of news the person states ("The beta goes live on Friday."): "Thanks,
     noted." when the memory extractor will keep it after the task, else a plain thanks. None for a
     question or a request, which the acknowledgement would not answer."""
     sentences = [sentence.strip() for sentence in split_sentences(instruction) if sentence.strip()]
-    if not sentences or any(QUESTION.search(s) or _REQUEST_START.match(s) for s in sentences):
+    if not sentences or any(QUESTION.search(s) or _REQUEST_START.match(s) or _ASKS.search(s) for s in sentences):
         return None
     if not any(states_fact(strip_chatter(s)) for s in sentences):
         return None  # "ok thanks", "hello there": nothing was stated

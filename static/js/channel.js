@@ -108,7 +108,8 @@ function userElement(message, html) {
   }
   return el(
     "article",
-    { class: "msg user", id: message.id ? `m-${message.id}` : null, dataset: { id: message.id, turn: message.turn, role: "user" } },
+    // The words as typed (data-content): retry and the past-conversation title read them, not the rendered text.
+    { class: "msg user", id: message.id ? `m-${message.id}` : null, dataset: { id: message.id, turn: message.turn, role: "user", content: message.content } },
     el("div", { class: "avatar sm me-avatar", "aria-hidden": "true", text: (document.querySelector(".signout .me")?.textContent || "Y").trim() }),
     el(
       "div",
@@ -368,12 +369,16 @@ function retryButton() {
 history.addEventListener("click", (event) => {
   const button = event.target.closest("[data-retry-task]");
   if (!button || !isOpen()) return;
-  // innerText: the server's first paint has <br> where the instruction had line breaks.
-  const text = button.closest(".msg.user")?.querySelector(".text")?.innerText || "";
+  const text = typedWords(button.closest(".msg.user"));
   if (!text.trim()) return;
   sendInstruction(text);
   button.replaceWith(el("span", { class: "muted", text: "Sent again below." })); // the failed task stays as it was
 });
+
+/** An instruction as its person typed it: kept on the element, since its text is rendered markdown. */
+function typedWords(instruction) {
+  return instruction?.dataset.content ?? instruction?.querySelector(".text")?.innerText ?? "";
+}
 
 function refreshTaskState(turn) {
   if (!turn) return;
@@ -429,7 +434,7 @@ function onDelta(frame) {
 function alreadyShown(bubble, turn) {
   const words = (text) => (text || "").replace(/[^\p{L}\p{N}]+/gu, " ").trim();
   const streamed = words(bubble.raw);
-  if (!streamed) return false;
+  if (streamed.length < 12) return false; // too little to tell a stream's end from a new short reply
   const coworker = bubble.dataset.coworker || "";
   return [...history.querySelectorAll(`.msg.assistant[data-id][data-turn="${turn}"]`)].some(
     (node) => (node.dataset.coworker || "") === coworker && words(node.querySelector(".text")?.textContent).includes(streamed),
@@ -692,7 +697,7 @@ function onSession(frame) {
   const first = !state.haveSession;
   state.haveSession = true;
   if (switching) {
-    if (state.sessionId) rememberPastSession(state.sessionId, history.querySelector(".msg.user .text")?.innerText || "", history.querySelector(".msg.assistant:not(.steps) .text")?.innerText || "");
+    if (state.sessionId) rememberPastSession(state.sessionId, typedWords(history.querySelector(".msg.user")), history.querySelector(".msg.assistant:not(.steps) .text")?.innerText || "");
     clearConversation();
     state.sessionId = session.id;
   }

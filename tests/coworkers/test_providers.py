@@ -318,6 +318,9 @@ def test_news_the_person_states_is_acknowledged_not_answered_with_nothing():
     assert reply("I prefer short answers.") == NOTED, "the memory keeps this one"
     assert reply("產品發表會訂在五月四日。") == THANKS_ZH
     assert reply("Is the beta live? It should be.") == NOTHING_YET, "a question is not news"
+    for asked in ("where is the staging server", "is the launch still on Friday", "預算是多少", "Send Sam the launch plan",
+                  "I need the Q3 revenue numbers by Monday"):
+        assert reply(asked) == NOTHING_YET, f"{asked!r} asks, without a question mark"
 
 
 def test_it_says_it_has_nothing_yet_when_nothing_is_relevant():
@@ -420,6 +423,26 @@ def test_it_finds_code_the_person_pasted_in_an_earlier_conversation_through_reca
     completion = OfflineResponder().complete(ask("Can you show me that add function again?", recalled))
     code = "```python\n# the sum of two numbers\ndef add(a, b):\n    return a + b\n```"
     assert completion.text == f"{FOUND}\n\n- Here's my add function (you said this on Dec 1):\n\n{code}"
+
+
+def test_a_recalled_message_keeps_its_code_whatever_lines_it_holds():
+    # A header line in the code, a "# comment", a coworker whose name starts with a digit.
+    pasted = "My request handler:\n```http\nContent-Type: application/json\n# the body follows\n```"
+    recalled = HumanMessage(
+        context._tail_text([], [
+            context.RecallCandidate(turn=4, session=1, instruction=pasted, answer="Looks fine to me:\n```python\n# keep this line\n```", coworker="3po", when="Tue 1 Dec 2026"),
+            context.RecallCandidate(turn=9, session=1, instruction="The handler ships on Friday.", answer="Good.", coworker="3po",
+                                    when="Wed 2 Dec 2026"),
+        ])
+    )
+    def reply(text):
+        return OfflineResponder().complete(ask(text, recalled, system=(PERSONA,))).text
+
+    code = reply("Can you show me that request handler again?")
+    assert "Content-Type: application/json\n# the body follows" in code and "Looks fine" not in code
+    shipping = reply("When does the handler ship?")
+    assert "The handler ships on Friday (you said this on Dec 2)" in shipping, "the block after the comment is still read"
+    assert "Looks fine" not in shipping, "a coworker's reply is never quoted as the person's words"
 
 
 def test_it_finds_a_code_block_pasted_on_its_own():

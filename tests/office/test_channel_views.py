@@ -272,4 +272,6 @@ def test_a_persons_markdown_is_shown_rendered_like_a_coworkers(client, alice, di
     page = client.get(reverse("channel", args=[direct_channel.pk])).content.decode()
     instruction = page[page.index('data-role="user"') :]
     instruction = instruction[: instruction.index("</article>")]
-    assert '<div class="text md">' in instruction and "<pre>" in instruction and "```" not in instruction
+    shown = instruction[instruction.index('<div class="text md">') :]
+    assert "<pre>" in shown and "```" not in shown
+    assert 'data-content="Check this:' in instruction, "the words as typed stay on it, for Retry"

@@ -73,3 +73,4 @@ def test_a_title_is_one_line_cut_at_a_word():
     assert shorten("x" * 50, 10) == "xxxxxxxxx…"
     assert plain_words("## Plan\n\n- **Ship** `it`,\n1. then read_file\n> rest") == "Plan Ship it, then read_file rest"
     assert plain_words("`return n * 12` and 2 ** 3") == "return n * 12 and 2 ** 3", "arithmetic keeps its stars"
+    assert plain_words("> first\n>\n> second\n-\n#\nend") == "first second end", "a mark alone on its line"
