@@ -97,15 +97,16 @@ def usage(request: HttpRequest, slug: str) -> HttpResponse:
         axis_label=lambda v: f"${v:,.2f}" if v >= 0.01 or v == 0 else f"${v:,.4f}",
         empty_text="Nothing billed in this range.",
     )
+    # Who answered in the range: offline only, and the figures are the offline coworker's prompts,
+    # counted as a model would (about four characters a token), with nothing cached or billed.
     in_range = ModelCall.objects.filter(office_id=office.pk, created_at__gte=start)
+    providers = set(in_range.order_by().values_list("provider", flat=True).distinct())
     return render(
         request,
         "office/usage.html",
         {
             "office": office,
-            # No model answered: the figures are the offline coworker's prompts, counted as a
-            # model would (about four characters a token), with nothing cached or billed.
-            "offline_only": in_range.exists() and not in_range.exclude(provider__in=ANSWERED_WITHOUT_A_MODEL).exists(),
+            "offline_only": bool(providers) and providers <= set(ANSWERED_WITHOUT_A_MODEL),
             "range": chosen,
             "ranges": RANGES.items(),
             "total": figures.total,

@@ -249,16 +249,17 @@ def _context_lines(text: str) -> Iterator[_Line]:
     part = "summary"  # inside the summary block: "summary", "digests" or "carried"
     exchange = ""  # inside the recall block: the source of the exchange being read
     person: list[str] | None = None  # there, the lines of the person's message being read
+    fenced = False  # inside a code block of that message
     for raw in text.splitlines():
         line = raw.strip()
         if person is not None:
             # Inside a code block the person wrote, "Content-Type: text/html" is code, not a speaker.
-            fenced = sum(1 for written in person if _FENCE.match(written)) % 2 == 1
             if not fenced and (_SPEAKER.match(line) or _EXCHANGE.match(line) or line.startswith(_TOP_HEADERS)):
                 yield from _said_lines("\n".join(person).strip(), exchange)
                 person = None
             else:
                 person.append(raw)  # as written: a code block keeps its indentation
+                fenced ^= bool(_FENCE.match(raw))
                 continue
         if not line:
             continue
@@ -278,7 +279,7 @@ def _context_lines(text: str) -> Iterator[_Line]:
             continue
         if section == "recall" and exchange and not _MEMORY_LINE.match(line):
             if user := _SAID_BY_USER.match(line):
-                person = [user["text"]]
+                person, fenced = [user["text"]], bool(_FENCE.match(user["text"]))
             # Anything else there is a coworker's reply, or a line of another layout: not a source.
             continue
         if section is None or line.startswith("#") or line in (SUMMARY_FRAME, SUMMARY_END):
@@ -481,8 +482,7 @@ def _noted(instruction: str, said_here: str, chinese: bool) -> str | None:
         return None
     if not any(states_fact(strip_chatter(s)) for s in sentences):
         return None  # "ok thanks", "hello there": nothing was stated
-    records = TaskRecords(turn=1, records=(Record(id="u", previous=None, turn=1, role="user", content=instruction),))
-    kept = bool(extract_candidates(records))
+    kept = bool(extract_candidates(_as_task(instruction)))
     text = (NOTED_ZH if kept else THANKS_ZH) if chinese else (NOTED if kept else THANKS)
     return NOTHING_TO_ADD if text in said_here else text
 
@@ -553,7 +553,7 @@ def _acknowledge(request: CompletionRequest) -> str | None:
     if request.payload.get("channel_kind") == "meeting":
         return None  # a meeting's turns speak to its agenda; its decisions are remembered with the notes
     instruction = request.instruction
-    records = TaskRecords(turn=1, records=(Record(id="u", previous=None, turn=1, role="user", content=instruction),))
+    records = _as_task(instruction)
     chinese = bool(_CJK.search(instruction))
     # "Remember when we launched?" is a question; "forget it" names nothing to forget.
     sentences = [sentence for sentence in split_sentences(instruction) if not sentence.rstrip().endswith(("?", "？"))]
@@ -570,6 +570,11 @@ def _acknowledge(request: CompletionRequest) -> str | None:
         text = NOTHING_TO_REMEMBER_ZH if chinese else NOTHING_TO_REMEMBER
     # In a shared channel a colleague may have acknowledged it already: once is enough.
     return NOTHING_TO_ADD if text in _said_here(request) else text
+
+
+def _as_task(instruction: str) -> TaskRecords:
+    """The instruction alone as a task, as the memory extractor will read it after the task."""
+    return TaskRecords(turn=1, records=(Record(id="u", previous=None, turn=1, role="user", content=instruction),))
 
 
 _PRONOUNS = {"i": "you", "me": "you", "my": "your", "mine": "yours", "i'm": "you're", "am": "are", "myself": "yourself"}
