@@ -84,6 +84,8 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    # No script but the office's own files, nothing sent elsewhere (office/content_policy.py).
+    "office.content_policy.ContentSecurityPolicyMiddleware",
     # Any page that is not there (or not the reader's) is the office's own 404 page.
     "office.not_found.FriendlyNotFoundMiddleware",
     # Last, as django-axes asks: it turns a lockout into the login page that says so.
@@ -320,6 +322,8 @@ MEANING_SEARCH = env_bool("MEANING_SEARCH", True)
 # Per person, across all their tabs and channels: more instructions than this in a
 # minute get a `rate_limited` error frame and are not stored.
 INSTRUCTIONS_PER_MINUTE = int(env("INSTRUCTIONS_PER_MINUTE", "30"))
+# Websockets one person may hold open in one server process (office/socket_limit.py).
+SOCKETS_PER_PERSON = int(env("SOCKETS_PER_PERSON", "40"))
 # Per person, the same way: "start a new conversation" more often than this in a minute gets a
 # `rate_limited` error frame and starts nothing.
 NEW_SESSIONS_PER_MINUTE = int(env("NEW_SESSIONS_PER_MINUTE", "10"))

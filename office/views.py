@@ -273,9 +273,14 @@ def sidebar(office: Office, user=None) -> dict:
     return {
         "direct_channels": direct,
         "team_channels": [c for c in channels if c.kind in (Channel.Kind.MAIN, Channel.Kind.ALL_HANDS)],
-        "project_channels": [c for c in channels if c.kind == Channel.Kind.PROJECT],
-        "meeting_channels": [c for c in channels if c.kind == Channel.Kind.MEETING],
+        "project_channels": _by_name(c for c in channels if c.kind == Channel.Kind.PROJECT),
+        "meeting_channels": _by_name(c for c in channels if c.kind == Channel.Kind.MEETING),
     }
+
+
+def _by_name(channels) -> list:
+    """By name as people read it: "alpha launch" beside "Alpha", not after every capital letter."""
+    return sorted(channels, key=lambda c: (c.name.casefold(), c.pk))
 
 
 def _report_url_template(channel: Channel) -> str:

@@ -437,6 +437,7 @@ class SearchEntry(models.Model):
     terms = models.TextField()
 
     class Meta:
+        verbose_name_plural = "search entries"
         indexes = [models.Index(fields=["channel", "session", "turn"], name="search_entry_place")]
 
 

@@ -348,10 +348,11 @@ _NO_CALLS = (None, "", "[]", [])
 
 def _continues(found: _Exchange, near: _Exchange) -> bool:
     """Whether two neighbouring exchanges are about the same thing: they share a few specific
-    words (their index words, so nothing is tokenized again)."""
-    shared = found.words & near.words
-    chinese = any(unscoped[0] >= "\u3040" for unscoped in (w.split("x", 1)[1] for w in shared))
-    return len(shared) >= (4 if chinese else 2)
+    words (their index words, so nothing is tokenized again). Two, in either language: a Chinese
+    run's single characters are index words too, but not words of their own ("共" of 共用 is not
+    共識營), and counting them let any two replies of shared filler continue each other."""
+    shared = (w.split("x", 1)[1] for w in found.words & near.words)
+    return sum(1 for word in shared if not (len(word) == 1 and word >= "\u3040")) >= 2
 
 
 def _asks(text: str) -> bool:

@@ -131,7 +131,7 @@ def no_background(monkeypatch) -> list[int]:
 # Websockets on the full ASGI app ------------------------------------------------------------------
 # Opt in per module: pytestmark = pytest.mark.usefixtures("offline", "fresh_channel_layer").
 
-# A browser sends its page's origin; AllowedHostsOriginValidator refuses a socket without one.
+# A browser sends its page's origin; office/origin.py refuses a socket without one.
 ORIGIN = (b"origin", b"http://127.0.0.1:8000")
 
 

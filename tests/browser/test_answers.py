@@ -178,7 +178,7 @@ def test_typing_at_suggests_the_channels_coworkers_and_picking_one_mentions_them
 
 
 def test_dark_mode_follows_the_browser_with_readable_text_and_coloured_code(claude_server, demo, browser):
-    context = browser.new_context(viewport={"width": 1280, "height": 860}, color_scheme="dark")
+    context = browser.new_context(viewport={"width": 1280, "height": 860}, color_scheme="dark", bypass_csp=True)
     page = context.new_page()
     page.goto(f"{claude_server}/accounts/login/")
     page.fill("#id_username", "demo")
@@ -209,7 +209,7 @@ def test_a_past_conversation_on_a_phone_has_a_title_local_times_and_a_header_tha
     services.import_session(channel=mina, data=conversation(3))
     services.import_session(channel=mina, data=conversation(1))  # the first one is now a past conversation
     past = Session.objects.filter(channel=mina, status="ended").get()
-    context = browser.new_context(viewport={"width": 390, "height": 844}, timezone_id="Asia/Taipei", is_mobile=True)
+    context = browser.new_context(viewport={"width": 390, "height": 844}, timezone_id="Asia/Taipei", is_mobile=True, bypass_csp=True)
     page = context.new_page()
     page.goto(f"{server}/accounts/login/")
     page.fill("#id_username", "demo")

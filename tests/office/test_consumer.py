@@ -196,6 +196,27 @@ async def test_it_refuses_a_socket_without_an_origin(bob, direct_channel, cookie
 
 
 @pytest.mark.asyncio
+async def test_one_person_holds_at_most_sockets_per_person_and_others_are_not_held_back(
+    alice, bob, direct_channel, enter, sockets, cookie, nudge_checks, settings
+):
+    settings.SOCKETS_PER_PERSON = 3
+    held = [(await enter(bob, direct_channel))[0] for _ in range(3)]
+    bobs_key = await sync_to_async(cookie)(bob)
+
+    one_more = sockets(direct_channel.pk, bobs_key)
+    assert not (await one_more.connect())[0]
+    # Another person is not counted with Bob, and Bob's open sockets still work.
+    await enter(alice, direct_channel)
+    await held[0].send_json_to({"type": "no such frame"})
+    assert (await held[0].receive_json_from(timeout=5))["type"] == "error"
+
+    # A closed socket frees its place.
+    await held.pop().disconnect()
+    again = sockets(direct_channel.pk, bobs_key)
+    assert (await again.connect())[0]
+
+
+@pytest.mark.asyncio
 async def test_a_member_removed_while_connected_is_cut_off_at_the_next_frame(bob, direct_channel, enter, nudge_checks):
     socket, _ = await enter(bob, direct_channel)
     await bob.memberships.all().adelete()

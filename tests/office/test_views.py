@@ -68,3 +68,16 @@ def test_a_member_does_not_see_other_offices_in_the_sidebar(client, alice, direc
 @pytest.mark.parametrize("path", ["/c/1/", "/o/acme/"])
 def test_pages_require_login(client, path, db):
     assert client.get(path).status_code == 302
+
+
+def test_the_sidebar_lists_projects_by_name_whatever_their_case(client, alice, direct_channel):
+    from office.models import Channel
+
+    for name in ("beta", "Alpha", "Gamma", "alpha launch"):
+        Channel.objects.create(office=direct_channel.office, kind=Channel.Kind.PROJECT, name=name)
+    client.force_login(alice)
+
+    page = client.get(f"/c/{direct_channel.pk}/").content.decode()
+
+    positions = [page.index(f">{name}<") if f">{name}<" in page else page.index(name) for name in ("Alpha", "alpha launch", "beta", "Gamma")]
+    assert positions == sorted(positions)

@@ -170,6 +170,36 @@ async def test_the_sockets_refuse_a_page_of_another_site(path, origin, bob, dire
 @pytest.mark.parametrize("path", SOCKETS)
 @pytest.mark.asyncio
 @pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize(
+    "origin, host, opens",
+    [
+        # Another app on the same machine, another port: the host name alone used to be enough.
+        (b"http://127.0.0.1:1234", b"127.0.0.1:8000", False),
+        (b"http://localhost:1234", b"localhost:8101", False),
+        # `make run PORT=8101`: the page's own host and port, whatever the port.
+        (b"http://localhost:8101", b"localhost:8101", True),
+        (b"http://127.0.0.1", b"127.0.0.1:80", True),
+        # A Host that is not one of ALLOWED_HOSTS is not the office, even when the Origin agrees.
+        (b"http://evil.example:8101", b"evil.example:8101", False),
+    ],
+)
+async def test_the_sockets_open_only_from_the_pages_own_host_and_port(
+    path, origin, host, opens, bob, direct_channel, open_websocket, cookie
+):
+    session_key = await sync_to_async(cookie)(bob)
+    socket = open_websocket(
+        socket_path(path, direct_channel, "theirs"), session_key=session_key, origin=(b"origin", origin),
+        headers=[(b"host", host)],
+    )
+
+    connected, _ = await socket.connect()
+
+    assert connected is opens
+
+
+@pytest.mark.parametrize("path", SOCKETS)
+@pytest.mark.asyncio
+@pytest.mark.django_db(transaction=True)
 async def test_the_sockets_accept_a_member_from_the_apps_own_origin(path, bob, direct_channel, sockets, cookie):
     """The refusals above are about who asks and from where: the same socket opens for a member."""
     socket = sockets(socket_path(path, direct_channel, "theirs"), await sync_to_async(cookie)(bob), origin=ORIGIN)
@@ -346,3 +376,10 @@ def test_a_coworker_of_another_office_cannot_forget_or_see_a_memory_item(acme, g
     item = MemoryItem.objects.get(pk=acme["item"].pk)
     assert item.active and item.text == "Acme's trial is 14 days."
     assert MemoryEvent.objects.filter(item=item).count() == 0
+
+
+@pytest.mark.django_db
+def test_every_page_says_which_scripts_may_run_and_that_no_other_site_may_frame_it(bob):
+    for url in ("/accounts/login/", "/o/acme/"):
+        policy = as_user(bob).get(url).headers["Content-Security-Policy"]
+        assert "script-src 'self'" in policy and "frame-ancestors 'none'" in policy and "object-src 'none'" in policy

@@ -115,6 +115,14 @@ def test_it_handles_traditional_chinese():
     assert said("謝謝！") == []
 
 
+def test_in_chinese_what_the_user_is_doing_now_and_a_decision_still_to_make_are_not_kept():
+    assert said("我去吃午餐，一個小時後回來。") == []
+    assert said("我今天在家工作，下午有空。") == []
+    assert extract_candidates(task(("user", "站會重點？"), ("assistant", "我們還沒定案：雅婷需要在明天前決定新手引導的文案。"))) == []
+    # What the user tells about themselves still is.
+    assert said("我家小孩昨晚發燒，所以動作比較慢。")[0].kind == "preference"
+
+
 def test_every_candidate_has_a_known_kind():
     text = "I like tables. Our company is Acme. The deadline is June 1. We agreed on blue. Remember: ship on time."
     assert {c.kind for c in said(text)} <= set(KINDS)

@@ -1,6 +1,7 @@
 from hypothesis import given
 from hypothesis import strategies as st
 
+from sessions import relevance
 from sessions.relevance import Index, shorten, similarity, split_sentences, strip_chatter, tokens
 
 TASKS = [
@@ -123,3 +124,28 @@ def test_it_strips_pleasantries_and_recognizes_pure_chatter():
 @given(st.text(max_size=200), st.integers(min_value=0, max_value=120))
 def test_shorten_never_exceeds_its_limit(text, limit):
     assert len(shorten(text, limit)) <= limit
+
+
+def _exchange(instruction: str, answer: str):
+    from sessions.prompts import _Exchange
+    from sessions.search import scoped
+
+    def words(text: str) -> frozenset[str]:
+        return frozenset(scoped(1, term) for term in relevance.search_terms(text))
+
+    return _Exchange(instruction, answer, "mina", None, words(instruction), words(answer))
+
+
+def test_neighbouring_exchanges_continue_each_other_on_two_shared_words_in_either_language():
+    from sessions.prompts import _continues
+
+    venue = _exchange("團隊旅遊的場地還沒定。", "我推薦湖景小屋。")
+    # 小, 景, 旅 and 場 again, but not one word of the first: 小組, 景點, 旅行, 場面.
+    elsewhere = _exchange("小組去景點旅行好嗎？", "好，場面會很熱鬧。")
+    booked = _exchange("那就訂湖景小屋辦團隊旅遊吧。", "好，我今天就寄出預約。")
+    assert not _continues(venue, elsewhere)
+    assert _continues(venue, booked)
+    assert _continues(_exchange("Which venue for the offsite?", "Lakeview Lodge fits."),
+                      _exchange("Book Lakeview then.", "Booked the lodge."))
+    assert not _continues(_exchange("Which venue for the offsite?", "Lakeview Lodge."),
+                          _exchange("Draft the newsletter.", "Here is the draft."))

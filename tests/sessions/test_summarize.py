@@ -191,6 +191,24 @@ def test_it_writes_chinese_conversations_as_chinese_bullets_in_the_right_section
     assert "好的" not in summary
 
 
+def test_in_chinese_a_day_or_a_decision_word_alone_is_not_a_commitment_or_a_decision():
+    summary = fold(
+        "",
+        task(
+            1,
+            ("user", "好，明天再聊。"),
+            ("assistant", "這是本週最好的消息，大家都很開心。雅婷需要在明天前決定新手引導的文案。"),
+        ),
+        task(2, ("user", "我們決定錄取蔡宗霖。"), ("assistant", "我會在週五前寄出錄取通知。")),
+    )
+
+    commitments, decisions = section(summary, "Commitments and next steps"), section(summary, "Decisions")
+    assert "明天再聊" not in commitments and "本週最好的消息" not in commitments
+    assert "需要在明天前決定" not in decisions, "a decision still to be made"
+    assert "我們決定錄取蔡宗霖。" in decisions
+    assert "我會在週五前寄出錄取通知。" in commitments
+
+
 def test_it_keeps_the_bullets_of_the_summary_it_updates():
     previous = fold("", PRICING, task(4, ("user", "Review the FAQ"), ("assistant", "Reviewed; 12 questions.")))
 

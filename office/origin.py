@@ -1,0 +1,64 @@
+"""Which pages may open the office's websockets: its own, as Django's CSRF check sees it for a form.
+
+Channels' AllowedHostsOriginValidator compares only the Origin's host name with ALLOWED_HOSTS,
+so a page served from another port of the same host (any other app on that machine) could
+open a socket with the person's cookie. Here the Origin must name exactly the host and port
+the browser asked for (the Host header, itself one of ALLOWED_HOSTS), or be one of
+CSRF_TRUSTED_ORIGINS (a proxy that rewrites Host); a socket without an Origin is refused.
+"""
+
+from __future__ import annotations
+
+from urllib.parse import urlsplit
+
+from channels.security.websocket import WebsocketDenier
+from django.conf import settings
+from django.http.request import split_domain_port, validate_host
+
+DEFAULT_PORTS = {"http": "80", "https": "443"}
+
+
+def _header(scope: dict, name: bytes) -> str | None:
+    for key, value in scope.get("headers", ()):
+        if key == name:
+            return value.decode("latin1")
+    return None
+
+
+def _netloc(scheme: str, netloc: str) -> str:
+    """host:port, the port spelled out (a default port may be left out of either header)."""
+    host, port = split_domain_port(netloc.lower())
+    return f"{host}:{port or DEFAULT_PORTS.get(scheme, '')}"
+
+
+def same_origin(origin: str | None, host: str | None) -> bool:
+    """Whether a socket whose handshake says this Origin and Host comes from the office's own pages."""
+    if not origin:
+        return False
+    try:
+        parts = urlsplit(origin.strip())
+    except ValueError:
+        return False
+    if parts.scheme not in DEFAULT_PORTS or not parts.netloc:
+        return False  # "null" (a sandboxed frame, a file) and anything else that is not a web page
+    trusted = {value.rstrip("/").lower() for value in settings.CSRF_TRUSTED_ORIGINS}
+    if f"{parts.scheme}://{parts.netloc}".lower() in trusted:
+        return True
+    if not host or not validate_host(split_domain_port(host.lower())[0], settings.ALLOWED_HOSTS):
+        return False
+    try:
+        return _netloc(parts.scheme, parts.netloc) == _netloc(parts.scheme, host)
+    except ValueError:
+        return False
+
+
+class SameOriginValidator:
+    """ASGI middleware for websockets: refuses the handshake unless same_origin holds."""
+
+    def __init__(self, application) -> None:
+        self.application = application
+
+    async def __call__(self, scope, receive, send):
+        if same_origin(_header(scope, b"origin"), _header(scope, b"host")):
+            return await self.application(scope, receive, send)
+        return await WebsocketDenier()(scope, receive, send)
