@@ -353,6 +353,7 @@ def _handoff(context: ToolContext, args: dict) -> ToolOutcome:
         coworker=target,
         origin={"handoff_from": context.task_id, "channel": context.channel_id},
         handed_off_from=current,
+        sent_by=me.name if me else context.coworker,
     )
     where = f"the 1:1 with {target.name}" if channel.kind == Channel.Kind.DIRECT else f"#{channel.name}"
     return ToolOutcome(f"Handed off to {target.name}: task {task.turn} in {where}.")

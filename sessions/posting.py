@@ -52,6 +52,7 @@ def post_instruction(
     coworker: Coworker | None = None,
     origin: dict | None = None,
     handed_off_from: Task | None = None,
+    sent_by: str = "",
     provider: Provider | None = None,
     language: str = "en",
     admit: Callable[[], None] | None = None,
@@ -59,6 +60,8 @@ def post_instruction(
     """Store an instruction as a new task of the channel's active session, show it, and announce it
     (`instruction_stored`), which starts the work.
 
+    `sent_by` names who wrote an instruction the person did not type (a coworker handing work
+    on, a meeting's follow-up); the page shows it instead of "You".
     A resend with the same `client_id` returns the task it already created. `language`
     is the one the long-conversation nudge is shown in, if this task makes it due.
     `admit` is called once the instruction is known to be new, before anything is
@@ -92,7 +95,8 @@ def post_instruction(
                 origin=origin or {},
                 handed_off_from=handed_off_from,
             )
-            events.send_event(channel.pk, "message", message=message_json(message))
+            shown = {**message_json(message), "sent_by": sent_by} if sent_by else message_json(message)
+            events.send_event(channel.pk, "message", message=shown)
             events.send_event(channel.pk, "task", **task_json(task))
             instruction_stored.send(sender=Task, task=task, language=language)
         log.info("task %s (session %s, turn %s) stored in channel %s", task.pk, session.pk, task.turn, channel.pk)

@@ -281,22 +281,20 @@ class _Exchange:
     when: datetime | None
     asked: frozenset[str]  # the instruction's index words
     answered: frozenset[str]  # the replies'
-    last_speaker: str | None = None
 
     @property
     def words(self) -> frozenset[str]:
         return self.asked | self.answered
 
-    def replied(self, coworker: str | None, text: str, words: frozenset[str]) -> _Exchange:
-        """With one more reply: in #main or #all-hands several coworkers answer one instruction,
-        and one coworker may answer in several messages. Each speaker after the first is named."""
-        if not self.answer:
-            answer, first = text, coworker
-        elif coworker == self.last_speaker:
-            answer, first = f"{self.answer}\n{text}", self.coworker
-        else:
-            answer, first = f"{self.answer}\n{(coworker or 'coworker').capitalize()}: {text}", self.coworker
-        return replace(self, answer=answer, coworker=first, answered=self.answered | words, last_speaker=coworker)
+
+def _joined_replies(replies: Sequence[tuple[str | None, str]]) -> str:
+    """An instruction's replies as one answer: in #main or #all-hands several coworkers answer one
+    instruction, and one coworker may answer in several messages. Each speaker after the first is named."""
+    parts, last = [], None
+    for i, (coworker, text) in enumerate(replies):
+        parts.append(text if i == 0 or coworker == last else f"{(coworker or 'coworker').capitalize()}: {text}")
+        last = coworker
+    return "\n".join(parts)
 
 
 def exchanges(keys: Sequence[tuple[int, int]], *, neighbours: int = CONTINUED) -> dict[tuple[int, int], _Exchange]:
@@ -327,17 +325,27 @@ def exchanges(keys: Sequence[tuple[int, int]], *, neighbours: int = CONTINUED) -
     with connection.cursor() as cursor:
         cursor.execute(sql, [*params, Message.Role.USER, Message.Role.ASSISTANT])
         rows = cursor.fetchall()
-    found: dict[tuple[int, int], _Exchange] = {}
+    # Gathered first and built once: an exchange of many replies is not rebuilt at each.
+    asked: dict[tuple[int, int], tuple[str, object, str]] = {}
+    replies: dict[tuple[int, int], list[tuple[str | None, str, str]]] = {}
     for session_id, turn, role, content, coworker, created_at, terms, calls in rows:
         key = (session_id, turn)
-        now = found.get(key)
-        words = frozenset((terms or "").split())
         if role == Message.Role.USER:
-            if now is None:  # the task's instruction: its user message
-                found[key] = _Exchange(content, "", None, _as_datetime(created_at), words, frozenset())
-        elif now is not None and content.strip() and calls in _NO_CALLS:
+            asked.setdefault(key, (content, created_at, terms or ""))  # the task's instruction: its user message
+        elif key in asked and content.strip() and calls in _NO_CALLS:
             # The replies; a step's text before its tool calls ("Let me check") is not one.
-            found[key] = now.replied(coworker, content, words)
+            replies.setdefault(key, []).append((coworker, content, terms or ""))
+    found: dict[tuple[int, int], _Exchange] = {}
+    for key, (instruction, created_at, terms) in asked.items():
+        said = replies.get(key, ())
+        found[key] = _Exchange(
+            instruction,
+            _joined_replies([(coworker, text) for coworker, text, _ in said]),
+            said[0][0] if said else None,
+            _as_datetime(created_at),
+            frozenset(terms.split()),
+            frozenset(" ".join(words for _, _, words in said).split()),
+        )
     return found
 
 

@@ -344,6 +344,19 @@ def test_handoff_starts_a_task_in_the_targets_direct_channel(task, ctx, theo, no
     assert no_background == [handed.pk]
 
 
+def test_a_handed_off_instruction_is_shown_as_written_by_the_coworker_who_handed_it_on(ctx, theo, alice, client, no_background):
+    from office.models import ChannelEvent
+
+    run_tool(ctx, "handoff", {"coworker": "Theo", "brief": "Set up the signup page for May 4."})
+
+    theo_channel = Channel.objects.get(kind=Channel.Kind.DIRECT, coworker=theo)
+    live = ChannelEvent.objects.get(channel=theo_channel, type="message").payload["message"]
+    assert live["sent_by"] == "Mina", "the open page names the sender live"
+    client.force_login(alice)
+    page = client.get(f"/c/{theo_channel.pk}/").content.decode()
+    assert '<span class="who">Mina</span>' in page and '<span class="who">You</span>' not in page
+
+
 def test_handoff_uses_the_targets_existing_direct_channel(ctx, theo, office):
     existing = Channel.objects.create(office=office, kind=Channel.Kind.DIRECT, name="Theo (1:1)", coworker=theo)
 
