@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from functools import cached_property
 from typing import TypeVar
 from datetime import datetime
 
@@ -282,7 +283,7 @@ class _Exchange:
     asked: frozenset[str]  # the instruction's index words
     answered: frozenset[str]  # the replies'
 
-    @property
+    @cached_property
     def words(self) -> frozenset[str]:
         return self.asked | self.answered
 
@@ -359,8 +360,9 @@ def _continues(found: _Exchange, near: _Exchange) -> bool:
     words (their index words, so nothing is tokenized again). Two, in either language: a Chinese
     run's single characters are index words too, but not words of their own ("共" of 共用 is not
     共識營), and counting them let any two replies of shared filler continue each other."""
-    shared = (w.split("x", 1)[1] for w in found.words & near.words)
-    return sum(1 for word in shared if not (len(word) == 1 and word >= "\u3040")) >= 2
+    # A scoped single character ends "x" + that character ("c12x共"): no word is split again.
+    shared = found.words & near.words
+    return sum(1 for word in shared if not (word[-2] == "x" and word[-1] >= "\u3040")) >= 2
 
 
 def _asks(text: str) -> bool:
