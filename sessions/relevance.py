@@ -36,11 +36,14 @@ CJK_STOPCHARS = frozenset("的了是在我你他她它們和與及也就都而�
 # Kept tiny and predictable: words that mean the same thing in this app's talk.
 SYNONYMS = {"cost": "price", "fee": "price"}
 
-CJK_LETTERS = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af"
+# Letters only: the marks among them (゛゜゠・, and × ÷ among the Latin letters) separate words, as
+# they do for FTS5's tokenizer, which would otherwise split an index word Python kept whole.
+CJK_LETTERS = "\u3040-\u3098\u309d-\u309f\u30a1-\u30fa\u30fc-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af"
+LATIN_LETTERS = "a-z\u00c0-\u00d6\u00d8-\u00f6\u00f8-\u024f"
 _TOKEN = re.compile(
     r"(?P<num>[$€£¥]?\d+(?:[.,:/-]\d+)*%?)"
     rf"|(?P<cjk>[{CJK_LETTERS}]+)"
-    r"|(?P<word>[a-z\u00c0-\u024f][a-z0-9\u00c0-\u024f]*(?:'[a-z]+)?)"
+    rf"|(?P<word>[{LATIN_LETTERS}][0-9{LATIN_LETTERS}]*(?:'[a-z]+)?)"
 )
 
 
