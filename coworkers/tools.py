@@ -351,9 +351,10 @@ def _handoff(context: ToolContext, args: dict) -> ToolOutcome:
         channel=channel,
         text=f"Handoff from {me.name if me else context.coworker}: {brief}",
         coworker=target,
-        origin={"handoff_from": context.task_id, "channel": context.channel_id},
+        # "by": who handed it on, which the page shows instead of "You" (the task's own coworker
+        # is only its first responder).
+        origin={"handoff_from": context.task_id, "channel": context.channel_id, "by": context.coworker},
         handed_off_from=current,
-        sent_by=me.name if me else context.coworker,
     )
     where = f"the 1:1 with {target.name}" if channel.kind == Channel.Kind.DIRECT else f"#{channel.name}"
     return ToolOutcome(f"Handed off to {target.name}: task {task.turn} in {where}.")

@@ -85,6 +85,18 @@ class StaysJoined(AsyncJsonWebsocketConsumer):
     # Set once the person is no longer a member: nothing more is forwarded while the close goes out.
     revoked = False
 
+    @classmethod
+    async def encode_json(cls, content: Any) -> str:
+        # As UTF-8, not \uXXXX escapes: Chinese text then takes half the bytes of a frame, and a
+        # frame over the server's 1 MiB limit is never sent. Text that UTF-8 cannot carry (a lone
+        # surrogate in a model's stream) is escaped as before.
+        text = json.dumps(content, ensure_ascii=False)
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:
+            return json.dumps(content)
+        return text
+
     async def __call__(self, scope, receive, send) -> None:
         try:
             await super().__call__(scope, receive, send)

@@ -44,6 +44,9 @@ REVOKED_TYPE = "membership.revoked"
 PRESENCE_STATUSES = frozenset({"running", "done", "failed", "stopped"})
 # The session frame shows this many of the newest messages; older ones are on the page or in resync.
 SESSION_MESSAGES = 50
+# …and at most this many bytes of them: the server sends no frame over 1 MiB, and a snapshot of 50
+# long Chinese replies was more, so every connect to that channel failed, for everyone in it.
+SESSION_FRAME_BYTES = 512 * 1024
 
 _server_loop: asyncio.AbstractEventLoop | None = None
 
@@ -148,6 +151,17 @@ def last_seq(channel_id: int) -> int:
     return Channel.objects.filter(pk=channel_id).values_list("last_event_seq", flat=True).get()
 
 
+def newest_within(items: list[dict], budget: int) -> list[dict]:
+    """The newest of these (oldest first) whose JSON fits in `budget` bytes together, as sent."""
+    kept, used = 0, 0
+    for item in reversed(items):
+        used += len(json.dumps(item, ensure_ascii=False).encode("utf-8", "surrogatepass"))
+        if used > budget:
+            break
+        kept += 1
+    return items[len(items) - kept :]
+
+
 def session_frame(channel_id: int, *, limit: int = SESSION_MESSAGES) -> dict:
     """The `session` frame: the active session (opened if there is none), its newest messages, oldest
     first, each with the seq of the event that carried it (null for imported ones), and the channel's
@@ -159,12 +173,14 @@ def session_frame(channel_id: int, *, limit: int = SESSION_MESSAGES) -> dict:
     from sessions import services
     from sessions.jsonl import record_to_dict
     from sessions.models import Message, Task
+    from sessions.posting import coworker_names, instruction_json
 
     from .models import Channel, ChannelEvent
     from .rendering import html_of
 
     seq = last_seq(channel_id)
-    session = services.get_active_session(channel=Channel.objects.get(pk=channel_id))
+    channel = Channel.objects.get(pk=channel_id)
+    session = services.get_active_session(channel=channel)
     rows = list(Message.objects.filter(session=session).order_by("-position")[:limit])[::-1]
     # Messages reach the channel one event each, in chain order: the newest message events are these rows'.
     carried = dict(
@@ -175,6 +191,10 @@ def session_frame(channel_id: int, *, limit: int = SESSION_MESSAGES) -> dict:
     # Stored HTML: rendering the newest messages again on every connect held Channels' one
     # database thread for as long as the slowest of them took.
     html = html_of(rows)
+    # An instruction the person did not type names who wrote it, as its live event did.
+    asked = {row.turn for row in rows if row.role == Message.Role.USER}
+    origins = dict(Task.objects.filter(session=session, turn__in=asked).values_list("turn", "origin")) if asked else {}
+    names = coworker_names(channel) if any(origins.values()) else {}
     messages = []
     for row in rows:
         message_seq = carried.get(str(row.pk))
@@ -182,11 +202,16 @@ def session_frame(channel_id: int, *, limit: int = SESSION_MESSAGES) -> dict:
             continue
         messages.append(
             {
-                "message": record_to_dict(services.record_from_row(row)),
+                "message": (
+                    instruction_json(row, origins.get(row.turn), names)
+                    if row.role == Message.Role.USER
+                    else record_to_dict(services.record_from_row(row))
+                ),
                 "html": html[str(row.pk)],
                 "seq": message_seq,
             }
         )
+    messages = newest_within(messages, SESSION_FRAME_BYTES)
     return {
         "type": "session",
         "session": session_json(session, tasks=Task.objects.filter(session=session).count()),

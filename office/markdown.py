@@ -34,6 +34,10 @@ from pygments.util import ClassNotFound
 # could cost seconds. Model replies and instructions (at most 20,000 characters) are far below both.
 MAX_MARKDOWN_CHARS = 50_000
 MAX_DELIMITERS = 10_000
+# A table's every row is filled out to its header's columns: 13 tables of 180 columns and 364
+# one-character rows in 18,863 characters made 8.6 MB of HTML, 14 s and 1.2 GB to render. Past
+# this many cells in a message (a chat table has tens), it is shown as text.
+MAX_TABLE_CELLS = 5_000
 # The characters the inline parser stacks up and matches (links, images, emphasis, code, entities).
 _DELIMITERS = "[]!*_~`<&\\"
 # Code highlighted per message, in characters: Pygments' lexers are regular expressions, and their
@@ -105,7 +109,30 @@ def _highlight(code: str, language: str, attrs: str) -> str:
 
 
 def _too_costly(text: str) -> bool:
-    return len(text) > MAX_MARKDOWN_CHARS or sum(map(text.count, _DELIMITERS)) > MAX_DELIMITERS
+    return (
+        len(text) > MAX_MARKDOWN_CHARS
+        or sum(map(text.count, _DELIMITERS)) > MAX_DELIMITERS
+        or table_cells(text) > MAX_TABLE_CELLS
+    )
+
+
+def table_cells(text: str) -> int:
+    """At most how many cells the text's tables make: each delimiter row ("|---|:-:|") times the
+    lines of its table (the header, then every line up to a blank one). An upper bound, counted
+    without a regular expression, in one pass."""
+    lines = text.split("\n")
+    cells, i = 0, 1
+    while i < len(lines):
+        row = lines[i].strip()
+        if "-" in row and ("|" in row or "|" in lines[i - 1]) and not row.strip("|-: \t"):
+            columns = max(row.strip("|").count("|") + 1, lines[i - 1].strip().strip("|").count("|") + 1)
+            end = i + 1
+            while end < len(lines) and lines[end].strip():
+                end += 1
+            cells += columns * (end - i)  # the header and the rows after the delimiter row
+            i = end
+        i += 1
+    return cells
 
 
 def _plain(text: str) -> str:

@@ -1,10 +1,12 @@
-"""Which pages may open the office's websockets: its own, as Django's CSRF check sees it for a form.
+"""Which pages may open the office's websockets: its own.
 
 Channels' AllowedHostsOriginValidator compares only the Origin's host name with ALLOWED_HOSTS,
 so a page served from another port of the same host (any other app on that machine) could
 open a socket with the person's cookie. Here the Origin must name exactly the host and port
 the browser asked for (the Host header, itself one of ALLOWED_HOSTS), or be one of
 CSRF_TRUSTED_ORIGINS (a proxy that rewrites Host); a socket without an Origin is refused.
+The scheme is not compared: behind a TLS proxy the socket's own scheme may not be the page's,
+and one port serves one scheme.
 """
 
 from __future__ import annotations
@@ -28,6 +30,8 @@ def _header(scope: dict, name: bytes) -> str | None:
 def _netloc(scheme: str, netloc: str) -> str:
     """host:port, the port spelled out (a default port may be left out of either header)."""
     host, port = split_domain_port(netloc.lower())
+    if not host:
+        raise ValueError(f"no host name in {netloc!r}")
     return f"{host}:{port or DEFAULT_PORTS.get(scheme, '')}"
 
 

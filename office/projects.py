@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from django.db import transaction
 
 from coworkers.models import Coworker
+from sessions.posting import has_visible_text
 
 from .models import Channel, Office
 
@@ -29,7 +30,7 @@ def create_project(*, office: Office, name: str, topic: str, members: Sequence[C
     """A project channel of `office` with these coworkers in it. Names are one per office, in any case."""
     name, topic = " ".join(name.split()), " ".join(topic.split())
     people = list(dict.fromkeys(members))
-    if not name:
+    if not name or not has_visible_text(name):  # zero-width and direction marks alone are no name
         raise ProjectRejected("name", "A project needs a name.")
     if len(name) > MAX_NAME_CHARS:
         raise ProjectRejected("name", f"A project name can be at most {MAX_NAME_CHARS} characters.")

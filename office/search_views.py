@@ -22,7 +22,8 @@ from django.utils.html import escape
 from django.utils.safestring import SafeString, mark_safe
 
 from sessions import relevance, search
-from sessions.models import Message, Session
+from sessions.models import Message, Session, Task
+from sessions.posting import coworker_names, sent_by
 
 from .models import Channel
 from .views import _prepare_history, _visible_channel, nudges_under_their_instruction, offices_of, plain_words, sidebar
@@ -53,6 +54,8 @@ def found_messages(query: str, channels) -> list[dict]:
     rows = Message.objects.filter(pk__in=[h.message_id for h in hits]).select_related("session")
     messages = {str(m.pk): m for m in rows}
     coworkers = {c.slug: c.name for channel in by_id.values() for c in [channel.coworker] if c}
+    origins = _instruction_origins([m for m in messages.values() if m.role == Message.Role.USER])
+    names = coworker_names(next(iter(by_id.values()))) if any(origins.values()) else {}
     results = []
     for hit in hits:
         message = messages.get(hit.message_id)
@@ -63,7 +66,7 @@ def found_messages(query: str, channels) -> list[dict]:
             {
                 "message": message,
                 "channel": channel,
-                "speaker": _speaker(message, coworkers),
+                "speaker": _speaker(message, coworkers, sent_by(origins.get((message.session_id, message.turn)), names)),
                 # Plain words, as past conversations are previewed: a reply's markdown marks mean nothing in a line.
                 "snippet": highlighted(plain_words(_searchable(message)), hit.matched),
                 "active": message.session.status == Session.Status.ACTIVE,
@@ -81,9 +84,18 @@ def conversation_title(channel: Channel, session: Session) -> str:
     return f"{name} · conversation of {format_date(session.started_at, 'M j')}"
 
 
-def _speaker(message: Message, coworkers: dict[str, str]) -> str:
+def _instruction_origins(instructions: list[Message]) -> dict[tuple[int, int], dict]:
+    """The origin of each instruction's task, by (session, turn): who wrote it, when not the person."""
+    wanted = {(m.session_id, m.turn) for m in instructions}
+    if not wanted:
+        return {}
+    rows = Task.objects.filter(session_id__in={s for s, _ in wanted}, turn__in={t for _, t in wanted})
+    return {(s, t): origin for s, t, origin in rows.values_list("session_id", "turn", "origin") if (s, t) in wanted}
+
+
+def _speaker(message: Message, coworkers: dict[str, str], written_by: str = "") -> str:
     if message.role == Message.Role.USER:
-        return "You"
+        return written_by or "You"
     if message.role == Message.Role.TOOL:
         return "Tool result"
     return coworkers.get(message.coworker) or message.coworker.capitalize() or "Coworker"

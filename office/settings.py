@@ -41,7 +41,10 @@ if not SECRET_KEY:
         )
     SECRET_KEY = "dev-only-insecure-key-never-use-in-production"
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", "127.0.0.1,localhost")
-CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", "http://127.0.0.1:8000,http://localhost:8000")
+# Pages of the office's own host and port need no entry (forms and websockets check the Origin
+# against the Host). Only origins named here are trusted besides: a default list would let a page
+# on 127.0.0.1:8000 open the sockets of an office served on another port.
+CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", "")
 
 # HTTPS: on by default when DEBUG is off. The office is then reached through a TLS
 # proxy or load balancer that sets X-Forwarded-Proto; HTTPS=off serves plain HTTP

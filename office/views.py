@@ -21,7 +21,8 @@ from django.urls import reverse
 from coworkers.routing import team_of
 from coworkers.providers import offline_responder_answers
 from sessions import relevance
-from sessions.meetings import MEETING_SENDER, NOTES_MARK  # a meeting's notes: the one notice shown formatted, with its links
+from sessions.posting import sent_by
+from sessions.meetings import NOTES_MARK  # a meeting's notes: the one notice shown formatted, with its links
 from sessions.models import MemoryItem, Message, Session, SummaryVersion, Task
 
 from . import presence, reading, report_text
@@ -348,15 +349,14 @@ def _prepare_history(channel: Channel, session: Session | None, messages: list[M
     reports: dict[str, dict] = {}
     states: dict[int, tuple[str, str]] = {}
     meetings_of: dict[int, int] = {}  # a follow-up's turn -> the meeting channel it came from
-    handed_from: dict[int, int] = {}  # a handed-off instruction's turn -> the task that handed it on
+    origins: dict[int, dict] = {}
     if session and turns:
         rows = session.tasks.filter(turn__in=turns).values_list("turn", "status", "error", "prompt_report", "coworker", "origin")
         for turn, status, error, report, coworker, origin in rows:
             states[turn] = (status, error)
             if (origin or {}).get("follow_up") and origin.get("meeting"):
                 meetings_of[turn] = origin["meeting"]
-            if isinstance((origin or {}).get("handoff_from"), int):
-                handed_from[turn] = origin["handoff_from"]
+            origins[turn] = origin
             if report:
                 # The report is of the prompt built for the task's (first) coworker: its bar goes on their replies.
                 reports[str(turn)] = {**bar(report), "coworker": coworker}
@@ -364,10 +364,7 @@ def _prepare_history(channel: Channel, session: Session | None, messages: list[M
     # Rendered when stored; rendering history again on every page view was seconds of CPU a view.
     html = html_of([m for m in messages if (m.role in (Message.Role.USER, Message.Role.ASSISTANT) and m.content) or _is_notes(m)])
     meeting_names = dict(Channel.objects.filter(office_id=channel.office_id, pk__in=meetings_of.values()).values_list("pk", "name"))
-    # Who handed each on: the coworker of the task it came from (in this office only).
-    handed_by = dict(
-        Task.objects.filter(pk__in=handed_from.values(), session__channel__office_id=channel.office_id).values_list("pk", "coworker")
-    )
+    names = {slug: c.name for slug, c in coworkers.items()}
     for message in messages:
         coworker = coworkers.get(message.coworker)
         # History keeps the slug it was written with; show today's name where there is one.
@@ -392,11 +389,8 @@ def _prepare_history(channel: Channel, session: Session | None, messages: list[M
             message.task_label = TASK_LABELS.get(message.task_status, "")
             if (meeting := meetings_of.get(message.turn)) in meeting_names:
                 message.meeting = {"name": meeting_names[meeting], "url": reverse("channel", args=[meeting])}
-            # Not typed by the person: the page names who wrote it (the live frame's `sent_by`).
-            if message.turn in meetings_of:
-                message.sent_by = MEETING_SENDER
-            elif (by := handed_by.get(handed_from.get(message.turn))) is not None:
-                message.sent_by = coworkers[by].name if by in coworkers else by
+            # Not typed by the person (a handoff, a meeting's follow-up): who wrote it, as live.
+            message.sent_by = sent_by(origins.get(message.turn), names)
         elif message.role == Message.Role.TOOL:
             message.tool_name = call_names.get(message.tool_call_id, "")
     return reports

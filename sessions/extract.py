@@ -283,7 +283,7 @@ _MOOD = re.compile(
     r"|^i(?:'m| am| was) (?:going to|gonna|not sure|sure|glad|so\b|sorry|happy|excited|thinking|just)"
     # What they are busy with right now: "I'm reviewing the rota"; in Chinese the moment often
     # comes first: "我去吃午餐" is "I'm off to lunch", "我今天在家工作" "I'm working from home today".
-    r"|^(?:i'm|i am) \w+ing\b|^我正?在|^我(?:先|去|要去|現在|今天|等一?下|待會|馬上|晚點|剛剛?)",
+    r"|^(?:i'm|i am) \w+ing\b|^我正?在|^我(?:先(?!生)|去(?!年)|要去|現在|今天(?!起)|等一?下|待會|馬上|晚點|剛剛?(?!升|加入|成為|搬))",
     re.I,
 )
 _CJK_TEXT = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")

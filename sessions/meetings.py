@@ -36,8 +36,6 @@ MAX_PARTICIPANTS = 6
 MAX_AGENDA_CHARS = 4_000
 MAX_TITLE_CHARS = 100  # Channel.name
 MEETING_ACTOR = "meeting"
-# Who a follow-up posted to its owner's 1:1 is shown as written by (the person did not type it).
-MEETING_SENDER = "Meeting follow-up"
 # The notes are stored as a notice that starts with this (the page shows them formatted).
 NOTES_MARK = "Meeting notes"
 NOTES_INSTRUCTIONS = """Write the notes of this meeting. Sections, in this order, omitting empty ones:
@@ -70,7 +68,8 @@ def start_meeting(
     if len(agenda) > MAX_AGENDA_CHARS:
         raise InstructionRejected("agenda", f"An agenda can be at most {MAX_AGENDA_CHARS:,} characters.")
     rounds = max(1, min(rounds, MAX_ROUNDS))
-    name = " ".join(title.split())[:MAX_TITLE_CHARS] or "Meeting"
+    name = " ".join(title.split())[:MAX_TITLE_CHARS]
+    name = name if has_visible_text(name) else "Meeting"  # zero-width and direction marks alone are no title
     with transaction.atomic():
         channel = Channel.objects.create(office=office, kind=Channel.Kind.MEETING, name=name, agenda=agenda)
         channel.members.set(people)
@@ -183,7 +182,6 @@ def start_follow_ups(task: Task, follow_ups: Sequence[FollowUp], provider: Provi
                 coworker=follow_up.owner,
                 origin={"meeting": channel.pk, "follow_up": follow_up.text},
                 handed_off_from=task,
-                sent_by=MEETING_SENDER,
                 provider=provider,
             )
         )

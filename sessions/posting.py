@@ -52,7 +52,6 @@ def post_instruction(
     coworker: Coworker | None = None,
     origin: dict | None = None,
     handed_off_from: Task | None = None,
-    sent_by: str = "",
     provider: Provider | None = None,
     language: str = "en",
     admit: Callable[[], None] | None = None,
@@ -60,8 +59,6 @@ def post_instruction(
     """Store an instruction as a new task of the channel's active session, show it, and announce it
     (`instruction_stored`), which starts the work.
 
-    `sent_by` names who wrote an instruction the person did not type (a coworker handing work
-    on, a meeting's follow-up); the page shows it instead of "You".
     A resend with the same `client_id` returns the task it already created. `language`
     is the one the long-conversation nudge is shown in, if this task makes it due.
     `admit` is called once the instruction is known to be new, before anything is
@@ -95,8 +92,7 @@ def post_instruction(
                 origin=origin or {},
                 handed_off_from=handed_off_from,
             )
-            shown = {**message_json(message), "sent_by": sent_by} if sent_by else message_json(message)
-            events.send_event(channel.pk, "message", message=shown)
+            events.send_event(channel.pk, "message", message=instruction_json(message, task.origin, coworker_names(channel)))
             events.send_event(channel.pk, "task", **task_json(task))
             instruction_stored.send(sender=Task, task=task, language=language)
         log.info("task %s (session %s, turn %s) stored in channel %s", task.pk, session.pk, task.turn, channel.pk)
@@ -154,6 +150,33 @@ def post_message(*, session, turn: int, role: str, content: str = "", **fields) 
 
 def message_json(message: Message) -> dict:
     return record_to_dict(services.record_from_row(message))
+
+
+# Who an instruction the person did not type is shown as written by, instead of "You".
+MEETING_SENDER = "Meeting follow-up"
+
+
+def sent_by(origin: dict | None, names: dict[str, str]) -> str:
+    """Who wrote an instruction, from its task's origin: the coworker who handed it on
+    (`{"handoff_from": …, "by": slug}`, by today's name), a meeting's follow-up, or "" for the
+    person's own words."""
+    origin = origin if isinstance(origin, dict) else {}
+    if origin.get("follow_up") and origin.get("meeting"):
+        return MEETING_SENDER
+    by = origin.get("by")
+    return (names.get(by) or by.capitalize()) if isinstance(by, str) and by else ""
+
+
+def coworker_names(channel: Channel) -> dict[str, str]:
+    return dict(Coworker.objects.filter(office_id=channel.office_id).values_list("slug", "name"))
+
+
+def instruction_json(message: Message, origin: dict | None, names: dict[str, str]) -> dict:
+    """An instruction's message payload, with `sent_by` when the person did not type it."""
+    payload = message_json(message)
+    if who := sent_by(origin, names):
+        payload["sent_by"] = who
+    return payload
 
 
 def task_json(task: Task) -> dict:

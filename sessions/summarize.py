@@ -38,7 +38,7 @@ DECISION = re.compile(
 NOT_DECIDED = re.compile(
     r"(?:\bnot\b|n't\b|\bnever\b|\byet to\b).{0,20}\b(?:decid|agree|approv|cho)|undecided|不確定|還沒|尚未|未決|沒有決定|待定|不同意"
     # 決定 is both "decide" and "decided": "雅婷需要在明天前決定" is a decision still to make.
-    r"|(?:需要|必須|得|應該|還要|要在|待)[^，。！？,.!?]{0,12}?(?:決定|確定|選定)",
+    r"|(?:需要|必須|還要|得)(?:在[^，。！？,.!?]{0,8}前)?(?:決定|確定|選定)",
     re.I,
 )
 COMMITMENT = re.compile(
@@ -46,8 +46,8 @@ COMMITMENT = re.compile(
     r"|next steps?|action items?|to-?do|follow[- ]up|due|deadline|owner\s*:"
     rf"|by (?:monday|tuesday|wednesday|thursday|friday|saturday|sunday|tomorrow|tonight|eod|eow|end of|next"
     rf"|the end|{MONTHS}|\d+))\b"
-    # "明天再聊" is "see you tomorrow": a day is a commitment only as a deadline ("by tomorrow").
-    r"|負責|下一步|會在|之前完成|截止|待辦|我會|我們會|(?:明天|下週|本週|週[一二三四五六日]|月底)(?:之?前|以前|內|結束前)",
+    # A day, but not "see you tomorrow" (明天再聊, 明天見) or "this week's best news" (本週最好的消息).
+    r"|負責|下一步|會在|之前完成|截止|待辦|我會|我們會|(?:明天|下週|本週)(?!再聊|再說|見|最|的)",
     re.I,
 )
 FACT = re.compile(

@@ -133,6 +133,7 @@ def no_background(monkeypatch) -> list[int]:
 
 # A browser sends its page's origin; office/origin.py refuses a socket without one.
 ORIGIN = (b"origin", b"http://127.0.0.1:8000")
+HOST = (b"host", b"127.0.0.1:8000")
 
 
 @pytest.fixture
@@ -181,6 +182,8 @@ async def open_websocket():
 
     def open_socket(path: str, *, session_key: str | None = None, origin=ORIGIN, headers=()) -> WebsocketCommunicator:
         sent = [origin] if origin else []
+        if not any(name == b"host" for name, _ in headers):
+            sent.append(HOST)  # the host and port the browser asked for, as a browser sends it
         if session_key:
             sent.append((b"cookie", f"sessionid={session_key}".encode()))
         communicator = WebsocketCommunicator(application, path, headers=[*sent, *headers])

@@ -11,7 +11,7 @@ from coworkers import tools
 from coworkers.models import Coworker
 from coworkers.providers.scripted import CallTools, Reply, ScriptedProvider
 from coworkers.tools import TOOL_SPECS, ToolContext, run_tool
-from office import documents
+from office import documents, events
 from office.models import Channel, Document
 from sessions import pipeline, posting, services
 from sessions.history import ToolCall
@@ -337,7 +337,7 @@ def test_handoff_starts_a_task_in_the_targets_direct_channel(task, ctx, theo, no
     handed = Task.objects.get(session__channel=theo_channel)
     assert outcome == tools.ToolOutcome(f"Handed off to Theo: task {handed.turn} in the 1:1 with Theo.")
     assert (handed.coworker, handed.handed_off_from, handed.status) == ("theo", task, Task.Status.QUEUED)
-    assert handed.origin == {"handoff_from": task.pk, "channel": task.session.channel_id}
+    assert handed.origin == {"handoff_from": task.pk, "channel": task.session.channel_id, "by": "mina"}
     assert list(task.handoffs.all()) == [handed]
     instruction = services.task_messages(handed.session, turn=handed.turn).get()
     assert (instruction.role, instruction.content) == ("user", "Handoff from Mina: Set up the signup page for May 4.")
@@ -352,9 +352,13 @@ def test_a_handed_off_instruction_is_shown_as_written_by_the_coworker_who_handed
     theo_channel = Channel.objects.get(kind=Channel.Kind.DIRECT, coworker=theo)
     live = ChannelEvent.objects.get(channel=theo_channel, type="message").payload["message"]
     assert live["sent_by"] == "Mina", "the open page names the sender live"
+    [shown] = events.session_frame(theo_channel.pk)["messages"]
+    assert shown["message"]["sent_by"] == "Mina", "and so does the snapshot a reconnecting page draws"
     client.force_login(alice)
     page = client.get(f"/c/{theo_channel.pk}/").content.decode()
     assert '<span class="who">Mina</span>' in page and '<span class="who">You</span>' not in page
+    found = client.get("/o/acme/search/", {"q": "signup page"}).content.decode()
+    assert '"result-meta muted">Mina · ' in found and '"result-meta muted">You · ' not in found, "a search result names who wrote it too"
 
 
 def test_handoff_uses_the_targets_existing_direct_channel(ctx, theo, office):

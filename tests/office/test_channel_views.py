@@ -144,6 +144,7 @@ def test_a_project_channel_has_its_name_topic_and_coworkers(client, bob, mina, t
     "fields, field, message",
     [
         ({"name": " "}, "name", "A project needs a name"),
+        ({"name": "\u202e\u200b"}, "name", "A project needs a name"),  # a direction mark and a zero-width space
         ({"coworkers": []}, "coworkers", "Pick at least one coworker"),
         ({"name": "spring LAUNCH"}, "name", "already has a project called “spring LAUNCH”"),
         ({"topic": "x" * 301}, "topic", "Keep the topic under 300 characters"),

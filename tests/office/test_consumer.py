@@ -217,6 +217,16 @@ async def test_one_person_holds_at_most_sockets_per_person_and_others_are_not_he
 
 
 @pytest.mark.asyncio
+async def test_frames_carry_chinese_as_utf_8_not_as_six_byte_escapes(bob, direct_channel, enter, nudge_checks):
+    socket, _ = await enter(bob, direct_channel)
+
+    await socket.send_json_to({"type": "instruction", "text": "預算是多少？", "client_id": "zh-1"})
+
+    raw = await socket.receive_from(timeout=5)
+    assert "預算是多少" in raw and "\\u9810" not in raw, "half the bytes: a long Chinese snapshot stays under 1 MiB"
+
+
+@pytest.mark.asyncio
 async def test_a_member_removed_while_connected_is_cut_off_at_the_next_frame(bob, direct_channel, enter, nudge_checks):
     socket, _ = await enter(bob, direct_channel)
     await bob.memberships.all().adelete()

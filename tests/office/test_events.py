@@ -197,3 +197,22 @@ def test_events_are_read_only_in_admin_and_go_with_their_channel(admin_client, m
     assert "permission to delete" not in confirm.content.decode()
     admin_client.post(reverse("admin:office_channel_delete", args=[main_channel.pk]), {"post": "yes"})
     assert ChannelEvent.objects.count() == 0
+
+
+def test_a_session_of_long_chinese_replies_still_fits_one_frame_with_its_newest_message(direct_channel, sent):
+    """The server sends no frame over 1 MiB: a snapshot of fifty long Chinese messages was more,
+    and every connect to the channel failed, for everyone in it."""
+    import json
+
+    session = services.get_active_session(channel=direct_channel)
+    for turn in range(1, 26):
+        task, message = services.start_task(session=session, instruction="預算" * 9_000 + str(turn))
+        events.send_event(direct_channel.pk, "message", message=posting.message_json(message))
+        reply = services.append_message(session=session, turn=turn, role=Message.Role.ASSISTANT, content="場地" * 9_000, coworker="mina")
+        events.send_event(direct_channel.pk, "message", message=posting.message_json(reply))
+
+    frame = events.session_frame(direct_channel.pk)
+
+    assert len(json.dumps(frame, ensure_ascii=False).encode()) < 1024 * 1024
+    assert frame["messages"][-1]["message"]["id"] == str(reply.pk), "the newest message is shown"
+    assert frame["messages"][-2]["message"]["content"].endswith("25")

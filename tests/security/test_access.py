@@ -175,6 +175,7 @@ async def test_the_sockets_refuse_a_page_of_another_site(path, origin, bob, dire
     [
         # Another app on the same machine, another port: the host name alone used to be enough.
         (b"http://127.0.0.1:1234", b"127.0.0.1:8000", False),
+        (b"http://127.0.0.1:8000", b"127.0.0.1:8101", False),  # the default port of `make run` is no exception
         (b"http://localhost:1234", b"localhost:8101", False),
         # `make run PORT=8101`: the page's own host and port, whatever the port.
         (b"http://localhost:8101", b"localhost:8101", True),

@@ -25,6 +25,8 @@ HOSTILE = {
     "as many ![ as markdown is still rendered for": "![" * (markdown.MAX_DELIMITERS // 2),
     "as many &amp; as markdown is still rendered for": "&amp; " * markdown.MAX_DELIMITERS,
     "nested lists": "".join("  " * n + "- item\n" for n in range(2_000)),
+    # Every row is filled out to the header's 180 columns: 8.6 MB of HTML and 14 s once.
+    "tables of wide headers and many short rows": (("|a" * 180 + "\n" + "|-" * 180 + "\n" + "|\n" * 364 + "\n") * 13)[:20_000],
 }
 
 
@@ -50,6 +52,15 @@ def test_it_still_renders_the_markdown_people_write():
     assert "<table>" in html and "<td>1</td>" in html
     assert "<s>old</s>" in html and "<code>&lt;b&gt;</code>" in html
     assert "<pre><code>code" in html
+
+
+def test_a_message_of_tables_too_large_to_draw_is_shown_as_its_text():
+    wide = ("|a" * 180 + "\n" + "|-" * 180 + "\n" + "|\n" * 364 + "\n") * 13
+
+    html = markdown.render(wide)
+
+    assert "<table>" not in html and len(html) < 2 * len(wide), "text, not 8.6 MB of empty cells"
+    assert "<table>" in markdown.render("| a | b |\n|---|---|\n" + "| 1 | 2 |\n" * 200), "a long table people write still is one"
 
 
 def test_it_shows_a_very_long_message_as_plain_text_with_its_line_breaks():
