@@ -173,7 +173,7 @@ def session_frame(channel_id: int, *, limit: int = SESSION_MESSAGES) -> dict:
     from sessions import services
     from sessions.jsonl import record_to_dict
     from sessions.models import Message, Task
-    from sessions.posting import coworker_names, instruction_json
+    from sessions.senders import coworker_names, with_sender
 
     from .models import Channel, ChannelEvent
     from .rendering import html_of
@@ -194,7 +194,7 @@ def session_frame(channel_id: int, *, limit: int = SESSION_MESSAGES) -> dict:
     # An instruction the person did not type names who wrote it, as its live event did.
     asked = {row.turn for row in rows if row.role == Message.Role.USER}
     origins = dict(Task.objects.filter(session=session, turn__in=asked).values_list("turn", "origin")) if asked else {}
-    names = coworker_names(channel) if any(origins.values()) else {}
+    names = coworker_names(channel.office_id) if any(origins.values()) else {}
     messages = []
     for row in rows:
         message_seq = carried.get(str(row.pk))
@@ -202,11 +202,7 @@ def session_frame(channel_id: int, *, limit: int = SESSION_MESSAGES) -> dict:
             continue
         messages.append(
             {
-                "message": (
-                    instruction_json(row, origins.get(row.turn), names)
-                    if row.role == Message.Role.USER
-                    else record_to_dict(services.record_from_row(row))
-                ),
+                "message": with_sender(record_to_dict(services.record_from_row(row)), origins.get(row.turn), names),
                 "html": html[str(row.pk)],
                 "seq": message_seq,
             }

@@ -23,7 +23,7 @@ from django.utils.safestring import SafeString, mark_safe
 
 from sessions import relevance, search
 from sessions.models import Message, Session, Task
-from sessions.posting import coworker_names, sent_by
+from sessions.senders import coworker_names, sent_by
 
 from .models import Channel
 from .views import _prepare_history, _visible_channel, nudges_under_their_instruction, offices_of, plain_words, sidebar
@@ -55,7 +55,7 @@ def found_messages(query: str, channels) -> list[dict]:
     messages = {str(m.pk): m for m in rows}
     coworkers = {c.slug: c.name for channel in by_id.values() for c in [channel.coworker] if c}
     origins = _instruction_origins([m for m in messages.values() if m.role == Message.Role.USER])
-    names = coworker_names(next(iter(by_id.values()))) if any(origins.values()) else {}
+    names = coworker_names(next(iter(by_id.values())).office_id) if any(origins.values()) else {}
     results = []
     for hit in hits:
         message = messages.get(hit.message_id)

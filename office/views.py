@@ -21,7 +21,7 @@ from django.urls import reverse
 from coworkers.routing import team_of
 from coworkers.providers import offline_responder_answers
 from sessions import relevance
-from sessions.posting import sent_by
+from sessions.senders import sent_by
 from sessions.meetings import NOTES_MARK  # a meeting's notes: the one notice shown formatted, with its links
 from sessions.models import MemoryItem, Message, Session, SummaryVersion, Task
 

@@ -23,7 +23,7 @@ from coworkers.routing import choose_responders
 from office import events, rendering
 from office.models import Channel
 
-from . import services
+from . import senders, services
 from .jsonl import record_to_dict
 from .models import Message, Task
 
@@ -92,7 +92,8 @@ def post_instruction(
                 origin=origin or {},
                 handed_off_from=handed_off_from,
             )
-            events.send_event(channel.pk, "message", message=instruction_json(message, task.origin, coworker_names(channel)))
+            names = senders.coworker_names(channel.office_id) if task.origin else {}
+            events.send_event(channel.pk, "message", message=senders.with_sender(message_json(message), task.origin, names))
             events.send_event(channel.pk, "task", **task_json(task))
             instruction_stored.send(sender=Task, task=task, language=language)
         log.info("task %s (session %s, turn %s) stored in channel %s", task.pk, session.pk, task.turn, channel.pk)
@@ -150,33 +151,6 @@ def post_message(*, session, turn: int, role: str, content: str = "", **fields) 
 
 def message_json(message: Message) -> dict:
     return record_to_dict(services.record_from_row(message))
-
-
-# Who an instruction the person did not type is shown as written by, instead of "You".
-MEETING_SENDER = "Meeting follow-up"
-
-
-def sent_by(origin: dict | None, names: dict[str, str]) -> str:
-    """Who wrote an instruction, from its task's origin: the coworker who handed it on
-    (`{"handoff_from": …, "by": slug}`, by today's name), a meeting's follow-up, or "" for the
-    person's own words."""
-    origin = origin if isinstance(origin, dict) else {}
-    if origin.get("follow_up") and origin.get("meeting"):
-        return MEETING_SENDER
-    by = origin.get("by")
-    return (names.get(by) or by.capitalize()) if isinstance(by, str) and by else ""
-
-
-def coworker_names(channel: Channel) -> dict[str, str]:
-    return dict(Coworker.objects.filter(office_id=channel.office_id).values_list("slug", "name"))
-
-
-def instruction_json(message: Message, origin: dict | None, names: dict[str, str]) -> dict:
-    """An instruction's message payload, with `sent_by` when the person did not type it."""
-    payload = message_json(message)
-    if who := sent_by(origin, names):
-        payload["sent_by"] = who
-    return payload
 
 
 def task_json(task: Task) -> dict:
