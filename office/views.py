@@ -52,6 +52,8 @@ _LINE_MARKS = re.compile(r"(?m)^[ \t]*+(?:#{1,6}|[-+*]|\d+[.)]|>)(?:[ \t]++|$)")
 # A mark that opens or closes something (**bold**, `code`): touching a word on one side only.
 # "n * 12" keeps its star, "snake_case" its underscore.
 _INLINE_MARKS = re.compile(r"(?<![\w*_`~])[*_`~]+(?=[^\s*_`~])|(?<=[^\s*_`~])[*_`~]+(?![\w*_`~])")
+# A code fence with its language ("```python"), whole (possessive: linear on any line).
+_FENCE_LINE = re.compile(r"(?m)^[ \t]*+(?:`{3,}+|~{3,}+)[^\n`]*+$")
 
 
 def offices_of(user) -> QuerySet[Office]:
@@ -319,8 +321,16 @@ def shorten(text: str, limit: int) -> str:
 
 def plain_words(markdown_text: str) -> str:
     """Markdown's punctuation left out of a preview line (heading, list and quote marks, `**`,
-    backticks), not the underscores inside a word."""
-    return " ".join(_INLINE_MARKS.sub("", _LINE_MARKS.sub(" ", markdown_text)).split())
+    backticks, code fences, a table's rules and bars), not the underscores inside a word."""
+    lines = (line for line in markdown_text.split("\n") if not _table_rule(line))
+    text = _FENCE_LINE.sub(" ", "\n".join(lines)).replace("|", " ")
+    return " ".join(_INLINE_MARKS.sub("", _LINE_MARKS.sub(" ", text)).split())
+
+
+def _table_rule(line: str) -> bool:
+    """A table's delimiter row, "|---|:-:|"."""
+    row = line.strip()
+    return "-" in row and "|" in row and not row.strip("|-: \t")
 
 
 def nudges_under_their_instruction(messages: list[Message]) -> list[Message]:

@@ -17,7 +17,7 @@ from langchain_core.messages import HumanMessage
 
 from coworkers.providers import ANSWERED_WITHOUT_A_MODEL, CompletionRequest, Provider, ProviderError, get_provider
 
-from . import extract, history, relevance, spending
+from . import extract, history, relevance, senders, spending
 from .models import MemoryEvent, MemoryItem, Task
 from .prompts import answering_coworker, resolve_policy
 from .services import record_from_row, task_messages
@@ -41,6 +41,12 @@ def extract_memory(*, task_id: int, provider: Provider | None = None) -> list[Me
     """Extract memory from one finished task. Idempotent: a task is extracted once."""
     task = Task.objects.select_related("session__channel__office").filter(pk=task_id).first()
     if task is None or task.memory_extracted_at is not None:
+        return []
+    if senders.sent_by(task.origin, {}):
+        # Not the person's words (a handoff's brief, a meeting's follow-up): nothing of theirs to
+        # remember, and a meeting's decisions are remembered with its notes. Once stored, such a
+        # line was quoted back as "you said".
+        Task.objects.filter(pk=task.pk, memory_extracted_at__isnull=True).update(memory_extracted_at=timezone.now())
         return []
     rows = task_messages(task.session, turn=task.turn)
     records = history.TaskRecords(turn=task.turn, records=tuple(record_from_row(row) for row in rows))

@@ -74,3 +74,6 @@ def test_a_title_is_one_line_cut_at_a_word():
     assert plain_words("## Plan\n\n- **Ship** `it`,\n1. then read_file\n> rest") == "Plan Ship it, then read_file rest"
     assert plain_words("`return n * 12` and 2 ** 3") == "return n * 12 and 2 ** 3", "arithmetic keeps its stars"
     assert plain_words("> first\n>\n> second\n-\n#\nend") == "first second end", "a mark alone on its line"
+    assert plain_words("| Budget | Owner |\n|---|:-:|\n| Email | $2,000 |\n\n```python\nroi = x * 12\n```\nOK?") == (
+        "Budget Owner Email $2,000 roi = x * 12 OK?"
+    ), "a table's rules and a code fence are marks too"

@@ -5,7 +5,7 @@ import pytest
 from coworkers.providers.offline import OfflineResponder
 from coworkers.providers.scripted import Reply, ScriptedProvider
 from office.models import Channel
-from sessions import meetings, pipeline, posting, services, summarize
+from sessions import meetings, memory, pipeline, posting, services, summarize
 from sessions.models import MemoryEvent, MemoryItem, Message, Task
 
 NOTES = """## Decisions
@@ -143,3 +143,20 @@ def test_the_notes_link_decisions_to_memory_and_follow_ups_to_their_tasks():
         "- Who writes the press release?",
     ]
     assert meetings.render_notes(decisions=[], follow_ups=[], questions=[]).endswith("Nothing was decided and nobody took anything on.")
+
+
+def test_a_follow_up_is_not_remembered_as_something_the_person_said(office, mina, theo, frames, no_background):
+    provider = ScriptedProvider(
+        [Reply("I propose we launch on May 4."), Reply("Agreed. I'll fix the invite link on mobile by Friday."), Reply(NOTES)]
+    )
+    channel, task = meetings.start_meeting(
+        office=office, title="Launch sync", agenda="Pick the launch date.", participants=[mina, theo], rounds=1, provider=provider
+    )
+    done = pipeline.run_task(task.pk, provider=provider)
+    follow_up = Task.objects.get(handed_off_from=done)
+
+    pipeline.run_task(follow_up.pk, provider=OfflineResponder())
+    memory.extract_memory(task_id=follow_up.pk, provider=OfflineResponder())
+
+    assert not MemoryItem.objects.filter(text__contains="invite link").exists(), "the meeting said it, not the person"
+    assert Task.objects.get(pk=follow_up.pk).memory_extracted_at is not None, "and it is not asked again"
