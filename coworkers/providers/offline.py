@@ -121,7 +121,8 @@ class OfflineResponder:
     ("Noted: …"); one to write, draft, translate or code says that needs a model,
     then adds the relevant lines; in a meeting a turn lists the agenda's points. With a write_document
     tool offered and an unmistakable "write a doc called X", it saves a stub; with a
-    handoff tool and an unmistakable "hand this to Theo: …", it hands the work over;
+    handoff tool and a plain "hand this to Theo: …" or "pass the pricing page to Theo"
+    starting the instruction, it hands the work over;
     after tool results it reports them. fold: the extractive summary (without the
     replies given offline). extract: the rule-based candidates as JSON (of a task
     answered offline, from what people said only). route: the best-matching
@@ -652,9 +653,12 @@ def _document_call(request: CompletionRequest) -> tuple[str, tuple[ToolCall, ...
     return f"I'm saving a stub document called “{title}” with your instruction in it.", (call,)
 
 
-# Only an unmistakable "hand this to Theo: …" (or 「交給 Theo：…」) gets a handoff call.
+# Only a plain request that starts the instruction gets a handoff call: "hand this to Theo: …",
+# "please pass the pricing page to Theo", "@Mina hand it over to Theo" (or 「交給 Theo：…」). What is
+# handed on is at most WHAT_CHARS, and it goes to a name, not to "me" or "them".
 _HANDOFF_REQUEST = re.compile(
-    r"^(?:please\s+)?(?:hand|pass|give)\s+(?:this|it)(?:\s+over)?\s+to\s+@?(?P<who>[^\W\d_][\w-]*)\s*[:,—-]?\s*(?P<brief>.*)$"
+    r"^(?:@[\w-]+[\s,]+)?(?:please\s+)?(?:hand|pass|give)(?:\s+over)?\s+(?P<what>[^\n]{1,200}?)(?:\s+over)?"
+    r"\s+to\s+@?(?!(?:me|us|them|him|her|you)\b)(?P<who>[^\W\d_][\w-]*)\s*[:,—-]?\s*(?P<brief>.*)$"
     r"|^(?:請)?(?:把這個|這個)?交給\s*@?(?P<zh_who>[\w-]+)\s*[:：，,]?\s*(?P<zh_brief>.*)$",
     re.IGNORECASE | re.DOTALL,
 )
@@ -665,7 +669,11 @@ def _handoff_call(request: CompletionRequest) -> tuple[str, tuple[ToolCall, ...]
     if match is None:
         return None
     who = match["who"] or match["zh_who"]
-    brief = (match["brief"] or match["zh_brief"] or "").strip() or request.instruction.strip()
+    what = (match["what"] or "").strip()
+    said = (match["brief"] or match["zh_brief"] or "").strip()
+    # "hand the pricing page to Theo" hands on the pricing page; "hand this to Theo: …" what follows.
+    named = what if what.lower() not in ("this", "it", "this over", "it over") else ""
+    brief = ": ".join(part for part in (named, said) if part) or request.instruction.strip()
     call = ToolCall(id=_call_id(request), name="handoff", args={"coworker": who, "brief": brief})
     return f"I'm handing this to {who}, as you asked.", (call,)
 

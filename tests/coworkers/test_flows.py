@@ -3,6 +3,8 @@
 import json
 from datetime import datetime, timezone
 
+import pytest
+
 from coworkers.providers import get_provider
 from coworkers.providers.offline import NOTHING_YET
 from office.models import Channel, Document
@@ -91,6 +93,23 @@ def test_offline_the_same_flows_work(office, mina, theo, direct_channel, frames,
     follow = Task.objects.get(handed_off_from=handed)
     assert follow.coworker == "theo"
     assert "fix the invite link on mobile" in services.task_messages(follow.session, turn=follow.turn).get(role="user").content
+
+
+@pytest.mark.parametrize(
+    "asked, brief",
+    [
+        ("Please hand the pricing page to Theo", "the pricing page"),
+        ("@Mina please pass the pricing page over to Theo, it needs a table", "the pricing page: it needs a table"),
+    ],
+)
+def test_offline_a_handoff_asked_in_other_plain_words_is_made(asked, brief, office, mina, theo, direct_channel, frames, no_background, monkeypatch):
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+
+    handed = run(direct_channel, asked)
+
+    follow = Task.objects.get(handed_off_from=handed)
+    assert follow.coworker == "theo"
+    assert services.task_messages(follow.session, turn=follow.turn).get(role="user").content == f"Handoff from Mina: {brief}"
 
 
 def test_offline_a_reply_says_on_which_day_the_person_said_it(office, mina, direct_channel, frames, no_background, monkeypatch):
