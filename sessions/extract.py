@@ -96,12 +96,13 @@ _WE_POLICY = re.compile(
     re.I,
 )
 _PROJECT = re.compile(
-    r"\b(?:launch\w*|deadline|due|budget|pric\w*|costs?|release\w*|ship\w*|milestone|kickoff|demo|go-live|plan)\b"
+    r"\b(?:launch\w*|deadline|due|budget|pric\w*|costs?|release\w*|ship\w*|milestone|kickoff|demo|go-live|plan"
+    r"|go(?:es)? live|beta)\b"
     r"|上線|發佈|發布|截止|預算|價格|定價|里程碑|方案",
     re.I,
 )
 _STATEMENT = re.compile(
-    r"\b(?:is|are|was|will be|costs?|falls on|starts?|ends?|due|moved to|set (?:to|for)|scheduled for)\b|[:：]"
+    r"\b(?:is|are|was|will be|costs?|falls on|starts?|ends?|due|moved to|set (?:to|for)|scheduled for|go(?:es)? live)\b|[:：]"
     r"|是|為|在|訂在|定在|改到|截止",
     re.I,
 )

@@ -314,7 +314,8 @@ def test_news_the_person_states_is_acknowledged_not_answered_with_nothing():
     def reply(text):
         return OfflineResponder().complete(ask(text, system=(PERSONA,))).text
 
-    assert reply("Team, the beta sign-up page goes live on Friday.") == THANKS
+    assert reply("Team, the coffee machine on the third floor works again.") == THANKS
+    assert reply("Team, the beta sign-up page goes live on Friday.") == NOTED, "a date the work goes live on is kept"
     assert reply("I prefer short answers.") == NOTED, "the memory keeps this one"
     assert reply("產品發表會訂在五月四日。") == THANKS_ZH
     assert reply("Is the beta live? It should be.") == NOTHING_YET, "a question is not news"

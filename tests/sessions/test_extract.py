@@ -123,6 +123,10 @@ def test_in_chinese_what_the_user_is_doing_now_and_a_decision_still_to_make_are_
     assert said("我家小孩昨晚發燒，所以動作比較慢。")[0].kind == "preference"
 
 
+def test_a_date_something_goes_live_on_is_a_project_fact():
+    assert said("The beta goes live on Friday.") == [Candidate("The beta goes live on Friday.", "project")]
+
+
 def test_every_candidate_has_a_known_kind():
     text = "I like tables. Our company is Acme. The deadline is June 1. We agreed on blue. Remember: ship on time."
     assert {c.kind for c in said(text)} <= set(KINDS)
