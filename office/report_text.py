@@ -34,7 +34,8 @@ def describe(report: Mapping[str, Any] | None, *, who: str, usage: Mapping[str, 
             "summary": summary_parts(report),
             "memory_elsewhere": memory_elsewhere(report),
             "kept_recall": kept_recall(report),
-            "input_tokens": input_tokens_line(report, who=who, usage=usage),
+            # Offline no model was sent anything: nothing to explain about its input tokens.
+            "input_tokens": "" if offline else input_tokens_line(report, who=who, usage=usage),
         }
     return words
 

@@ -189,10 +189,12 @@ def test_tasks_kept_with_their_recall_are_said_in_plain_words():
 
 def test_the_input_tokens_say_what_they_count_beside_the_bar():
     report = a_report(recent={"chars": 274, "tokens": 122, "tasks": [1]})
-    usage = {"provider": "offline", "input_tokens": 1_381, "calls": 1}
+    usage = {"provider": "claude", "model": "claude-sonnet-4-6", "input_tokens": 1_381, "calls": 1}
 
     words = report_text.describe(report, who="Mina", usage=usage)
+    offline = report_text.describe(report, who="Mina", usage={**usage, "provider": "offline"})
 
+    assert offline["input_tokens"] == "", "offline no model was sent anything"
     assert words["input_tokens"].startswith(f"The bar counts the prompt's text: about {report['estimated_tokens']:,} tokens.")
     assert "the descriptions of the tools Mina can use." in words["input_tokens"]
     two_calls = report_text.input_tokens_line(report, who="Mina", usage={**usage, "calls": 2})
