@@ -34,8 +34,7 @@ def describe(report: Mapping[str, Any] | None, *, who: str, usage: Mapping[str, 
             "summary": summary_parts(report),
             "memory_elsewhere": memory_elsewhere(report),
             "kept_recall": kept_recall(report),
-            # Offline no model was sent anything: nothing to explain about its input tokens.
-            "input_tokens": "" if offline else input_tokens_line(report, who=who, usage=usage),
+            "input_tokens": input_tokens_line(report, who=who, usage=usage),
         }
     return words
 
@@ -79,9 +78,12 @@ def input_tokens_line(report: Mapping[str, Any], *, who: str, usage: Mapping[str
     if not isinstance(shown, int) or not sent:
         return ""
     calls = int(usage.get("calls") or 1)
-    each = "" if calls == 1 else f", in each of the task's {calls} model calls"
+    # Offline no model was called: the offline coworker read the same prompts.
+    offline = usage.get("provider") in NO_MODEL
+    each = "" if calls == 1 else f", in each of the task's {calls} {'prompts' if offline else 'model calls'}"
     return (
-        f"The bar counts the prompt's text: about {shown:,} tokens. What the model was sent (input tokens, with "
+        f"The bar counts the prompt's text: about {shown:,} tokens. "
+        f"{'What the offline coworker was given' if offline else 'What the model was sent'} (input tokens, with "
         f"those written to and read from the cache) also holds that text's framing and the descriptions of the "
         f"tools {who} can use{each}."
     )

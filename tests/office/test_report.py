@@ -192,9 +192,11 @@ def test_the_input_tokens_say_what_they_count_beside_the_bar():
     usage = {"provider": "claude", "model": "claude-sonnet-4-6", "input_tokens": 1_381, "calls": 1}
 
     words = report_text.describe(report, who="Mina", usage=usage)
-    offline = report_text.describe(report, who="Mina", usage={**usage, "provider": "offline"})
+    offline = report_text.input_tokens_line(report, who="Mina", usage={**usage, "provider": "offline", "calls": 2})
 
-    assert offline["input_tokens"] == "", "offline no model was sent anything"
+    assert "What the offline coworker was given" in offline and offline.endswith("in each of the task's 2 prompts."), (
+        "offline no model was called"
+    )
     assert words["input_tokens"].startswith(f"The bar counts the prompt's text: about {report['estimated_tokens']:,} tokens.")
     assert "the descriptions of the tools Mina can use." in words["input_tokens"]
     two_calls = report_text.input_tokens_line(report, who="Mina", usage={**usage, "calls": 2})
