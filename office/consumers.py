@@ -25,6 +25,7 @@ from sessions.models import Task
 
 from . import events, ratelimit, reading, regenerating, unavailable
 from .models import Channel
+from .origin import header
 
 log = logging.getLogger(__name__)
 
@@ -176,7 +177,7 @@ class ChannelConsumer(StaysJoined):
 
     async def connect(self) -> None:
         self.channel_id = int(self.scope["url_route"]["kwargs"]["channel_id"])
-        self.language = nudge.language_from_header(_header(self.scope, b"accept-language"))
+        self.language = nudge.language_from_header(header(self.scope, b"accept-language"))
         # The seq of the next persisted event this socket forwards live: each is sent once, in order.
         self.next_seq = 1
         self.resyncs = Bucket(RESYNC_BURST, RESYNC_EVERY_SECONDS)
@@ -529,10 +530,3 @@ def _storable(text: str) -> bool:
 
 def _is_count(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and value >= 0
-
-
-def _header(scope: dict, name: bytes) -> str:
-    for key, value in scope.get("headers", ()):
-        if key.lower() == name:
-            return value.decode("latin-1")
-    return ""

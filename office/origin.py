@@ -20,11 +20,12 @@ from django.http.request import split_domain_port, validate_host
 DEFAULT_PORTS = {"http": "80", "https": "443"}
 
 
-def _header(scope: dict, name: bytes) -> str | None:
+def header(scope: dict, name: bytes) -> str:
+    """A handshake header's value ("" when absent); `name` in lower case."""
     for key, value in scope.get("headers", ()):
-        if key == name:
-            return value.decode("latin1")
-    return None
+        if key.lower() == name:
+            return value.decode("latin-1")
+    return ""
 
 
 def _netloc(scheme: str, netloc: str) -> str:
@@ -63,6 +64,6 @@ class SameOriginValidator:
         self.application = application
 
     async def __call__(self, scope, receive, send):
-        if same_origin(_header(scope, b"origin"), _header(scope, b"host")):
+        if same_origin(header(scope, b"origin"), header(scope, b"host")):
             return await self.application(scope, receive, send)
         return await WebsocketDenier()(scope, receive, send)

@@ -655,7 +655,7 @@ def _document_call(request: CompletionRequest) -> tuple[str, tuple[ToolCall, ...
 
 # Only a plain request that starts the instruction gets a handoff call: "hand this to Theo: …",
 # "please pass the pricing page to Theo", "@Mina hand it over to Theo" (or 「交給 Theo：…」). What is
-# handed on is at most WHAT_CHARS, and it goes to a name, not to "me" or "them".
+# handed on is at most 200 characters, and it goes to a name, not to "me" or "them".
 _HANDOFF_REQUEST = re.compile(
     r"^(?:@[\w-]+[\s,]+)?(?:please\s+)?(?:hand|pass|give)(?:\s+over)?\s+(?P<what>[^\n]{1,200}?)(?:\s+over)?"
     r"\s+to\s+@?(?!(?:me|us|them|him|her|you)\b)(?P<who>[^\W\d_][\w-]*)\s*[:,—-]?\s*(?P<brief>.*)$"
@@ -672,7 +672,7 @@ def _handoff_call(request: CompletionRequest) -> tuple[str, tuple[ToolCall, ...]
     what = (match["what"] or "").strip()
     said = (match["brief"] or match["zh_brief"] or "").strip()
     # "hand the pricing page to Theo" hands on the pricing page; "hand this to Theo: …" what follows.
-    named = what if what.lower() not in ("this", "it", "this over", "it over") else ""
+    named = what if what.lower() not in ("this", "it") else ""
     brief = ": ".join(part for part in (named, said) if part) or request.instruction.strip()
     call = ToolCall(id=_call_id(request), name="handoff", args={"coworker": who, "brief": brief})
     return f"I'm handing this to {who}, as you asked.", (call,)
