@@ -38,7 +38,13 @@ ENTRY_TABLE = SearchEntry._meta.db_table
 # A tool result is indexed in digest form: its head says what it was.
 TOOL_RESULT_CHARS = 600
 # A query's words: more than this many say nothing more and cost another posting list each.
+# The rarest are kept, not the first: a Chinese question of 25 characters has some 60 words
+# (each character, each bigram, jieba's longer words), and its first 24 are its first dozen
+# characters, with the subject often after them.
 QUERY_TERMS = 24
+# How many of a query's distinct words are looked up to choose those (a count each, from the
+# index's vocabulary): enough for a long question, bounded for a pasted page.
+QUERY_WORDS_WEIGHED = 96
 # A word found in more messages than this, in the channels searched, is left out of the query
 # (unless every word is): it says little about any one message, and scoring every message
 # that holds it is what would make a search of a long history slow.
@@ -102,8 +108,8 @@ class Hit:
 
 
 def query_terms(query: str) -> list[str]:
-    """The query's distinct index words, in the order it says them."""
-    return list(dict.fromkeys(relevance.search_terms(query)))[:QUERY_TERMS]
+    """The query's distinct index words, in the order it says them (the first QUERY_WORDS_WEIGHED)."""
+    return list(dict.fromkeys(relevance.search_terms(query)))[:QUERY_WORDS_WEIGHED]
 
 
 def search(
@@ -144,14 +150,25 @@ def search(
 
 
 def _informative(words: list[str], counts: dict[str, int]) -> tuple[list[str], int | None]:
-    """The words found anywhere, leaving out the very common ones; and, when nothing else is
-    left, the two rarest of those, searched in their newest COMMON_WORD_MESSAGES messages only
-    (the second value): a question of nothing but common words has little to go on anyway."""
+    """The words found anywhere, leaving out the very common ones, the QUERY_TERMS rarest (over
+    the channels searched); and, when nothing else is left, the two rarest of those, searched
+    in their newest COMMON_WORD_MESSAGES messages only (the second value): a question of
+    nothing but common words has little to go on anyway."""
     found = sorted((counts[w], w) for w in words if counts.get(w))
     rare = [w for n, w in found if n <= COMMON_WORD_MESSAGES]
     if rare or not found:
-        return rare, None
+        return _rarest_terms(rare, counts), None
     return [w for _, w in found[:2]], COMMON_WORD_MESSAGES
+
+
+def _rarest_terms(words: list[str], counts: dict[str, int]) -> list[str]:
+    """The words of the QUERY_TERMS rarest terms: a term's rarity is its count over every channel
+    searched, so a search of several channels searches the same terms in each."""
+    found: dict[str, int] = {}
+    for word in words:
+        found[unscoped(word)] = found.get(unscoped(word), 0) + counts[word]
+    kept = set(sorted(found, key=lambda term: (found[term], term))[:QUERY_TERMS])
+    return [word for word in words if unscoped(word) in kept]
 
 
 def _sqlite_counts(words: list[str]) -> dict[str, int]:

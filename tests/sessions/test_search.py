@@ -71,6 +71,20 @@ def test_chinese_is_found_by_its_words(direct_channel):
     assert found(direct_channel, "小屋") == ["我們決定在湖景小屋舉辦團隊旅遊。"]
 
 
+def test_a_long_question_searches_its_rarest_words_not_its_first(direct_channel):
+    """A Chinese question of 30 characters has some 50 index words; its subject may come at the
+    end ("…where did the two-day trip out of town go in the end: the staff retreat?"), past the
+    first QUERY_TERMS of them."""
+    for n in range(6):  # the question's opening words are said everywhere
+        said(direct_channel, f"大家一起去外地開會兩天，第{n}次討論預算。")
+    said(direct_channel, "員工共識營訂在樺樹庭院。")
+    question = "大家一起去外地開會兩天的那個活動最後選了什麼地點，是員工共識營嗎？"
+    first_words = list(dict.fromkeys(relevance.search_terms(question)))[: search.QUERY_TERMS]
+    assert "員工" not in first_words, "the subject is past the question's first words"
+
+    assert found(direct_channel, question)[0] == "員工共識營訂在樺樹庭院。"
+
+
 def test_a_search_reads_only_the_channels_it_is_given(direct_channel, main_channel):
     said(direct_channel, "The offsite is at Lakeview Lodge.")
     said(main_channel, "Lakeview Lodge is booked for the whole team.")
