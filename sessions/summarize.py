@@ -494,6 +494,8 @@ def _fold_task(task: TaskRecords, sections: Sections, *, multi_speaker: bool) ->
         if record.role == "assistant" and who not in responders:
             responders.append(who)
         for sentence in split_sentences(record.content):
+            if record.role == "assistant" and (answer := _RESTATED.sub("", sentence)) != sentence:
+                sentence = answer[:1].upper() + answer[1:]
             if text := strip_chatter(sentence):
                 said.append((shorten(text, SENTENCE_CHARS), record.role == "user", who))
 
@@ -517,8 +519,13 @@ def _fold_task(task: TaskRecords, sections: Sections, *, multi_speaker: bool) ->
         section = kinds[i]
         if section == QUESTIONS:
             later = [t for t, u, _ in said[i + 1 :] if not u]
-            if by_user and not _answered(text, later):
+            # "Can you look into venues?" asks for work: once answered, it is the task's topic.
+            if by_user and not _answered(text, later) and not (later and _asks_for_work(text)):
                 _add(sections[QUESTIONS], Bullet(text, turn, turn))
+            continue
+        if section == FACTS and by_user and _asks_for_work(text):
+            # "Please put together an agenda for Monday" states nothing: the Topics line says what
+            # was asked (a request with a deadline is still the responder's commitment).
             continue
         if i + 1 in skip:
             text = shorten(f"{text} {said[i + 1][0]}", SENTENCE_CHARS)  # keep the decision's reason with it
@@ -541,6 +548,24 @@ def _fold_task(task: TaskRecords, sections: Sections, *, multi_speaker: bool) ->
         topics[-1] = replace(last, last=turn, who=_names(last.who, who_all))
     else:
         topics.append(Bullet(label, turn, turn, who_all))
+
+
+# "You'd like me to draft the launch email — here it is: …": a reply that says the request back
+# before answering it. What follows the dash is the answer; the request is the task's topic.
+_RESTATED = re.compile(
+    r"^(?:so\s+)?(?:you'd like me to|you would like me to|you want me to|you asked me to|you're asking me to)\b[^—–]*(?:[—–]+\s*|$)"
+    r"|^(?:所以)?你(?:是)?(?:要|想要|希望|想)我[^—]*(?:—+|$)",
+    re.I,
+)
+
+
+def _asks_for_work(sentence: str) -> bool:
+    """Whether the user's sentence asks for something to be done ("Please draft…", "Can you look
+    into…?", "Write a note to Grace", "幫我整理…"), rather than saying or asking something."""
+    if _POLITE.match(sentence):
+        return True
+    first = sentence.split(maxsplit=1)[0].lower() if sentence.split() else ""
+    return first in PAST
 
 
 def _what(label: str) -> str:

@@ -102,6 +102,35 @@ def test_it_keeps_a_question_answered_in_the_same_task_out_of_open_questions():
     assert 'asked "What price did we agree?"' in section(summary, "Topics covered")
 
 
+def test_a_request_is_the_tasks_topic_not_a_fact_or_an_open_question():
+    summary = fold(
+        "",
+        task(1, ("user", "Please put together an agenda for Monday's planning meeting."), ("assistant", "Here it is.")),
+        task(2, ("user", "Can you look into venues for the offsite?"), ("assistant", "Three options: Maple Hall, the Old Mill, Lakeview.")),
+        task(3, ("user", "幫我整理星期一規劃會議的議程。"), ("assistant", "好的，議程在這。")),
+    )
+
+    facts = section(summary, "Facts and numbers")
+    assert "agenda" not in facts and "議程" not in facts
+    assert "Three options: Maple Hall" in facts, "what the reply said still is one"
+    assert section(summary, "Open questions") == "", "asked for and answered"
+    topics = section(summary, "Topics covered")
+    assert "agenda for Monday's planning meeting" in topics and "venues for the offsite" in topics
+
+
+def test_a_reply_that_says_the_request_back_is_summarized_by_its_answer():
+    summary = fold(
+        "",
+        task(1, ("user", "Make a list from today's standup."),
+             ("assistant", "You'd like me to make a list from today's standup — the list: ship v2 on May 4, fix login.")),
+        task(2, ("user", "整理今天站會的重點。"), ("assistant", "所以你是要我整理今天站會的重點——簡單說：5月4日上線。")),
+    )
+
+    assert "You'd like me" not in summary and "你是要我" not in summary
+    assert "The list: ship v2 on May 4, fix login." in section(summary, "Facts and numbers")
+    assert "簡單說：5月4日上線。" in section(summary, "Facts and numbers")
+
+
 def test_it_keeps_the_newest_decision_and_drops_the_oldest_fact_first_over_budget():
     tasks = [
         task(1, ("user", "The old logo used 3 colours and 2 fonts."), ("assistant", "Noted the 3 colours.")),
