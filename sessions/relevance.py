@@ -212,6 +212,8 @@ _LEAD = re.compile(
     r"^(?:(?:hi|hello|hey|dear|thanks|thank you(?: so much| very much)?|thx)(?:\s+[a-z]+)?"
     r"|sure(?: thing)?|ok(?:ay)?|great|perfect|cool|awesome|nice|got it|sounds good|of course|certainly"
     r"|absolutely|alright|all right|yes|yep|yeah|good (?:morning|afternoon|evening)"
+    # "Here it is: the budget is $5,000" says what comes after it ("Here it is!" alone is chatter).
+    r"|here (?:it is|you go|they are)"
     r"|好的|好啊|好|謝謝(?:你|您)?|感謝|沒問題|收到|了解|瞭解|當然|你好|您好|嗨|哈囉|是的)"
     r"(?:\s*[,.!~;:，。！、～]+\s*|\s*$)",
     re.I,
