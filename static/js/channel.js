@@ -857,6 +857,11 @@ function connect() {
 }
 
 function scheduleReconnect() {
+  if (navigator.onLine === false) {
+    // No network: nothing to try until the browser says it is back ("online" reconnects at once).
+    setConnected("closed", "Offline: no network");
+    return;
+  }
   // 1 s, 2 s, 4 s … up to 30 s, with jitter so many tabs do not reconnect in step.
   const delay = Math.min(30, 2 ** state.retries) * (0.8 + Math.random() * 0.4);
   state.retries += 1;
@@ -874,6 +879,11 @@ document.addEventListener("visibilitychange", () => {
 });
 window.addEventListener("online", () => {
   if (!state.socket) connect();
+});
+// The browser knows the network is gone before the socket does (it can look open for a minute):
+// say so at once; what is typed is kept, and what was not confirmed is sent again once back.
+window.addEventListener("offline", () => {
+  state.socket?.close();
 });
 
 // Start ---------------------------------------------------------------------------------------------

@@ -131,6 +131,7 @@
       delete nav.dataset.live;
       setPresenceKnown(false);
       if (event.code === 4401 || event.code === 4403) return; // signed out: the page says so on its next load
+      if (navigator.onLine === false) return; // no network: "online" reconnects
       // 1 s, 2 s, 4 s … up to 30 s, with jitter so many tabs do not reconnect in step.
       const delay = Math.min(30, 2 ** retries) * (0.8 + Math.random() * 0.4);
       retries += 1;
@@ -144,6 +145,7 @@
   window.addEventListener("online", () => {
     if (!socket) connect();
   });
+  window.addEventListener("offline", () => socket?.close());
   updateTitle();
   connect();
 })();
