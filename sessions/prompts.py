@@ -20,7 +20,7 @@ from django.utils import timezone
 from coworkers.models import Coworker
 from office.models import Channel
 
-from . import context, history, search, vectors
+from . import context, history, relevance, search, summarize, vectors
 from .models import ContextPolicy, MemoryItem, Message, SearchEntry, Session, SummaryVersion, Task
 from .policy import Policy, default_policy, with_overrides
 from .services import records_of, task_messages
@@ -44,6 +44,15 @@ MEANING_ALONE = 0.45
 # A neighbouring exchange that continues one of the best this many found scores this share of it.
 CONTINUED = 20
 CONTINUATION = 0.6
+# A question of two facts told apart ("Which hotel will Nadia stay at?": Nadia flies to Lisbon;
+# the Lisbon rooms are at the Pestana) finds the first by its words, and the second shares none
+# with it, only with the first. So up to BRIDGE_WORDS of the words the best exchange names
+# (summarize.names: names, titles, acronyms) that the question lacks are searched too, the rarest first
+# (each in at least two messages and at most search.COMMON_WORD_MESSAGES), and the best
+# BRIDGE_HITS messages they find come along at up to BRIDGE of the best exchange's score.
+BRIDGE_WORDS = 3
+BRIDGE_HITS = 6
+BRIDGE = 0.5
 # Memory is read newest first, pinned always; a prompt never needs more than this many items.
 MEMORY_ROWS = 200
 
@@ -221,8 +230,13 @@ def find_recall_candidates(session: Session, instruction: str, *, through: int) 
     best_keys = sorted(scores, key=lambda k: (-scores[k], -k[0], -k[1]))[:RECALL_EXCHANGES]
     if not best_keys:
         return []
-    said = exchanges(best_keys)
     asked = {search.scoped(session.channel_id, term) for term in search.query_terms(instruction)}
+    best = best_keys[0]
+    for key, share in _bridged(session, best, asked, through).items():
+        if key not in best_keys:
+            best_keys.append(key)
+        scores[key] = max(scores.get(key, 0.0), BRIDGE * share * scores[best])
+    said = exchanges(best_keys)
     # The exchange before or after a found one comes along, a little below it, when it goes on
     # with its subject: a decision is often the exchange after the one that asked.
     for key in best_keys[:CONTINUED]:
@@ -256,6 +270,35 @@ def find_recall_candidates(session: Session, instruction: str, *, through: int) 
             )
         )
     return candidates
+
+
+def _bridged(session: Session, best: tuple[int, int], asked: set[str], through: int) -> dict[tuple[int, int], float]:
+    """The exchanges found by what the best one names (see BRIDGE), each scored as a share of
+    the best of them; the best exchange itself is left out."""
+    exchange = exchanges([best], neighbours=0).get(best)
+    if exchange is None:
+        return {}
+    # What it names ("Lisbon", "The Mom Test", "Lucas Ferreira") is what a second fact is about;
+    # its other rare words are not ("flights", "sheet": tried, they found the travel sheet).
+    named = {
+        search.scoped(session.channel_id, term)
+        for said in (exchange.instruction, exchange.answer)
+        for name in summarize.names(said)
+        for term in relevance.search_terms(name)
+    } - asked
+    counts = search.word_counts(sorted(named))
+    rare = sorted((n, w) for w, n in counts.items() if 2 <= n <= search.COMMON_WORD_MESSAGES)
+    terms = [search.unscoped(w) for _, w in rare[:BRIDGE_WORDS]]
+    hits = search.search_words(
+        terms, channel_ids=[session.channel_id], limit=BRIDGE_HITS, leave_out=(session.pk, through), with_matched=False
+    )
+    found: dict[tuple[int, int], float] = {}
+    for hit in hits:
+        key = (hit.session_id, hit.turn)
+        if key != best:
+            found[key] = max(found.get(key, 0.0), hit.score)
+    top = max(found.values(), default=0.0)
+    return {key: score / top for key, score in found.items()} if top > 0 else {}
 
 
 def fused_scores(by_words: dict[K, float], by_meaning: dict[K, float]) -> dict[K, float]:

@@ -126,12 +126,25 @@ def search(
     already in front of the model in full, and the current one. `with_matched=False` leaves
     each hit's `matched` empty.
     """
-    terms = query_terms(query)
+    return search_words(
+        query_terms(query), channel_ids=channel_ids, limit=limit, leave_out=leave_out, with_matched=with_matched
+    )
+
+
+def search_words(
+    terms: Sequence[str],
+    *,
+    channel_ids: Sequence[int],
+    limit: int,
+    leave_out: tuple[int, int] | None = None,
+    with_matched: bool = True,
+) -> list[Hit]:
+    """search() for index words already made (relevance.search_terms), such as another message's."""
     if not terms or not channel_ids or limit <= 0:
         return []
     postgres = connection.vendor == "postgresql"
     words = [scoped(channel, term) for channel in channel_ids for term in terms]
-    counts = _postgres_counts(words) if postgres else _sqlite_counts(words)
+    counts = word_counts(words)
     words, newest = _informative(words, counts)
     if not words:
         return []
@@ -169,6 +182,14 @@ def _rarest_terms(words: list[str], counts: dict[str, int]) -> list[str]:
         found[unscoped(word)] = found.get(unscoped(word), 0) + counts[word]
     kept = set(sorted(found, key=lambda term: (found[term], term))[:QUERY_TERMS])
     return [word for word in words if unscoped(word) in kept]
+
+
+def word_counts(words: list[str]) -> dict[str, int]:
+    """How many messages hold each of these scoped index words (up to one past
+    COMMON_WORD_MESSAGES in PostgreSQL); a word no message holds is left out."""
+    if not words:
+        return {}
+    return _postgres_counts(words) if connection.vendor == "postgresql" else _sqlite_counts(words)
 
 
 def _sqlite_counts(words: list[str]) -> dict[str, int]:

@@ -159,10 +159,22 @@ def specifics(text: str) -> list[str]:
     found = [m.group(1) or m.group(2) for m in _TITLE.finditer(text)]
     found += [m.group() for m in _NUMBER.finditer(text)]
     found += [m.group() for m in _CALENDAR.finditer(text) if m.group() not in found]
+    return found + _capitalized(text)
+
+
+def names(text: str) -> list[str]:
+    """The people, places and things a text names: quoted titles, capitalized names and
+    acronyms (no numbers or days)."""
+    text = without_vocative(text)
+    titles = [m.group(1) or m.group(2) for m in _TITLE.finditer(text)]
+    return titles + [w for w in _capitalized(text) if not _CALENDAR.fullmatch(w)]
+
+
+def _capitalized(text: str) -> list[str]:
+    # Capitalized after the first word, or all capitals: "Lisbon", "Lucas", "HR"; not "I'm".
     words = re.findall(r"[A-Za-z][\w'-]*", _TITLE.sub(" ", text))
-    found += [w for i, w in enumerate(words) if (i > 0 and w[0].isupper() or w.isupper() and len(w) > 1)
-              and w not in _NOT_NAMES]
-    return found
+    return [w for i, w in enumerate(words) if (i > 0 and w[0].isupper() or w.isupper() and len(w) > 1)
+            and w not in _NOT_NAMES]
 
 
 def word_count(text: str) -> int:

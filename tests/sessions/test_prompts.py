@@ -415,3 +415,29 @@ def test_a_tail_stored_in_another_form_is_left_out_and_the_prompt_still_builds(o
 
     assert prompt.report["layers"]["recent"]["kept_tails"] == []
     assert "- Task 1: old" not in "".join(str(m.content) for m in prompt.messages)
+
+
+def test_a_question_of_two_facts_finds_the_second_through_what_the_first_names(direct_channel, settings, monkeypatch):
+    """"Which hotel will Nadia stay at?": Nadia flies to Lisbon (task 1); the Lisbon rooms are at
+    the Pestana Palace (task 2), which shares no word with the question, only "Lisbon" with task 1."""
+    settings.MEANING_SEARCH = False  # words alone: the search by meaning could find it another way
+    session = services.get_active_session(channel=direct_channel)
+    said = [
+        ("Nadia is flying to the Lisbon fair next month and will run the booth.", "Great, I'll add Lisbon to the travel sheet."),
+        ("Did you sort out the rooms for Lisbon?", "Yes, the rooms for Lisbon are booked at the Pestana Palace."),
+        ("Theo is flying to the Berlin fair.", "Noted: Berlin is on the travel sheet."),
+        ("Any hotel near the Berlin venue?", "Hotel Amano is five minutes from it."),
+        ("Book Hotel Amano for Theo.", "Booked: Hotel Amano, two nights."),
+    ]
+    for instruction, reply in said:
+        task, _ = services.start_task(session=session, instruction=instruction, coworker="mina")
+        services.append_message(session=session, turn=task.turn, role="assistant", content=reply, coworker="mina")
+
+    found = {c.turn: c for c in prompts.find_recall_candidates(session, "Which hotel will Nadia stay at?", through=5)}
+    assert 1 in found and 2 in found, "both facts"
+    best = max(c.score for c in found.values())
+    assert found[2].score >= context.RECALL_CUTOFF * best, "high enough to be shown"
+
+    monkeypatch.setattr(prompts, "BRIDGE_WORDS", 0)
+    without = {c.turn for c in prompts.find_recall_candidates(session, "Which hotel will Nadia stay at?", through=5)}
+    assert 2 not in without, "it shares no word with the question"
