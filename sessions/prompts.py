@@ -210,8 +210,9 @@ def find_recall_candidates(session: Session, instruction: str, *, through: int) 
     into their exchanges) and by meaning (sessions.vectors, over its exchanges' vectors), fused
     into one score (fused_scores); only the exchanges found are read.
     """
-    hits = search.search(
-        instruction,
+    terms = search.query_terms(instruction)
+    hits = search.search_words(
+        terms,
         channel_ids=[session.channel_id],
         limit=RECALL_HITS,
         leave_out=(session.pk, through),
@@ -230,7 +231,7 @@ def find_recall_candidates(session: Session, instruction: str, *, through: int) 
     best_keys = sorted(scores, key=lambda k: (-scores[k], -k[0], -k[1]))[:RECALL_EXCHANGES]
     if not best_keys:
         return []
-    asked = {search.scoped(session.channel_id, term) for term in search.query_terms(instruction)}
+    asked = {search.scoped(session.channel_id, term) for term in terms}
     best = best_keys[0]
     for key, share in _bridged(session, best, asked, through).items():
         if key not in best_keys:
