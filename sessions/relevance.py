@@ -79,6 +79,12 @@ def chinese_words(run: str) -> list[str]:
     return [word for piece in pieces for word in _segmenter().cut_for_search(piece) if len(word) >= 3]
 
 
+def chinese_segments(run: str) -> list[str]:
+    """A run of Chinese characters cut into jieba's words, every character in one of them."""
+    pieces = (run[start : start + JIEBA_PIECE] for start in range(0, len(run), JIEBA_PIECE))
+    return [word for piece in pieces for word in _segmenter().lcut(piece)]
+
+
 def tokens(text: str) -> list[str]:
     """Lowercased, stemmed words without stopwords; numbers and prices whole; CJK as chars,
     bigrams and jieba's longer words.

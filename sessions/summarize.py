@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from sessions.history import TaskRecords
-from sessions.relevance import shorten, similarity, split_sentences, strip_chatter, tokens
+from sessions.relevance import chinese_segments, shorten, similarity, split_sentences, strip_chatter, tokens
 
 SECTIONS = ("Decisions", "Facts and numbers", "Commitments and next steps", "Open questions", "Topics covered")
 DECISIONS, FACTS, COMMITMENTS, QUESTIONS, TOPICS = SECTIONS
@@ -227,11 +227,24 @@ def key_phrases(text: str, *, sentence: bool = True) -> list[str]:
             chars = _NUMBER.sub("的", _CALENDAR.sub("的", _CJK_FILLER.sub("的", chars)))
             for piece in re.split(f"[{''.join(_CJK_EMPTY)}]+|{_CJK_VERBS}", chars):
                 if len(piece) >= _CJK_PHRASE[0]:
-                    out.append(piece[: _CJK_PHRASE[1]])
+                    out.append(_cjk_phrase(piece))
         else:
             flush()
     flush()
     return out
+
+
+def _cjk_phrase(piece: str) -> str:
+    """A Chinese phrase of at most _CJK_PHRASE[1] characters: its first whole words, never a word
+    cut in two ("新人報到清單還剩" gives "新人報到清單"; "擬一則團隊頻道" gave "擬一則團隊頻")."""
+    if len(piece) <= _CJK_PHRASE[1]:
+        return piece
+    kept = ""
+    for word in chinese_segments(piece):
+        if len(kept) + len(word) > _CJK_PHRASE[1]:
+            break
+        kept += word
+    return kept or piece[: _CJK_PHRASE[1]]
 
 
 def value(sentence: str) -> int:

@@ -511,3 +511,11 @@ def test_a_reply_given_again_is_one_bullet_even_after_the_old_one_was_shortened_
 )
 def test_only_the_name_a_sentence_is_said_to_is_taken_out(said, meant):
     assert without_vocative(said) == meant
+
+
+def test_a_chinese_topic_phrase_is_whole_words_never_a_word_cut_in_two():
+    from sessions.summarize import key_phrases
+
+    # At most six characters: the first whole words ("頻道" is not cut to "頻").
+    assert "擬一則團隊" in key_phrases("幫我擬一則團隊頻道的公告")
+    assert not any(phrase.endswith("頻") for phrase in key_phrases("幫我擬一則團隊頻道的公告"))
