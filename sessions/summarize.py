@@ -539,13 +539,18 @@ def _fold_task(task: TaskRecords, sections: Sections, *, multi_speaker: bool) ->
     for name, cap in PER_TASK.items():
         mine = sorted((i for i in chosen if kinds[i] == name), key=lambda i: (-value(said[i][0]), i))
         chosen = [i for i in chosen if i not in mine[cap:]]
+    from_user = sum(1 for _, by_user, _ in said if by_user)
     for i in chosen:
         text, by_user, who = said[i]
         section = kinds[i]
         if section == QUESTIONS:
             later = [t for t, u, _ in said[i + 1 :] if not u]
-            # "Can you look into venues?" asks for work: once answered, it is the task's topic.
-            if by_user and not _answered(text, later) and not (later and _asks_for_work(text)):
+            # A question that is all the person said is answered by the reply it got ("Any news
+            # from HR?" by "Yes: Ravi signed"), unless the reply is unsure; one among other
+            # requests, by a reply about it. "Can you look into venues?" asks for work: once
+            # answered, it is the task's topic.
+            answered = _answered(text, later) or from_user == 1 and any(not UNSURE.search(t) for t in later)
+            if by_user and not answered and not (later and _asks_for_work(text)):
                 _add(sections[QUESTIONS], Bullet(text, turn, turn))
             continue
         if section == FACTS and by_user and _asks_for_work(text):

@@ -131,6 +131,17 @@ def test_a_reply_that_says_the_request_back_is_summarized_by_its_answer():
     assert "簡單說：5月4日上線。" in section(summary, "Facts and numbers")
 
 
+def test_a_question_that_is_all_the_person_said_is_answered_by_its_reply_in_any_words():
+    summary = fold(
+        "",
+        task(1, ("user", "Any news from HR this week?"), ("assistant", "Yes: Ravi Menon signed and starts April 1.")),
+        task(2, ("user", "人資這週有什麼消息嗎？"), ("assistant", "有：周子軒已經簽約，4月15日開始上班。")),
+        task(3, ("user", "Who is on call this weekend?"), ("assistant", "I'm not sure yet, let me check the rota.")),
+    )
+
+    assert section(summary, "Open questions") == "- (task 3) Who is on call this weekend?"
+
+
 def test_it_keeps_the_newest_decision_and_drops_the_oldest_fact_first_over_budget():
     tasks = [
         task(1, ("user", "The old logo used 3 colours and 2 fonts."), ("assistant", "Noted the 3 colours.")),
