@@ -48,3 +48,18 @@ def stop_background_work_on_shutdown() -> None:
 
 
 stop_background_work_on_shutdown()
+
+
+def sweep_lost_work_in_process() -> None:
+    """Celery beat sends lost work again in production (sessions.tasks.requeue_stalled_tasks); the
+    embedded server has no beat, so it does the same itself: at start and every
+    REQUEUE_EVERY_SECONDS. A reply cut off by a restart is resumed when the server is back, not
+    when the person next writes in that conversation."""
+    if "daphne.server" not in sys.modules or settings.BACKGROUND_WORK == "celery":
+        return
+    from sessions.tasks import requeue_stalled_tasks
+
+    background.every(settings.REQUEUE_EVERY_SECONDS, requeue_stalled_tasks.enqueue)
+
+
+sweep_lost_work_in_process()

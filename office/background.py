@@ -173,6 +173,24 @@ def shutdown(grace: float | None = None) -> bool:
     return False
 
 
+def every(seconds: float, function: Callable[[], Any]) -> threading.Thread:
+    """Call `function` now and then every `seconds` on a thread of its own, until the server
+    stops (shutdown). What it raises is logged, and the next round comes as usual."""
+
+    def rounds() -> None:
+        while True:
+            try:
+                function()
+            except Exception:
+                log.exception("%s failed; trying again in %.0f s", _name(function), seconds)
+            if _closing.wait(seconds):
+                return
+
+    thread = threading.Thread(target=rounds, name=f"every-{seconds:g}s", daemon=True)
+    thread.start()
+    return thread
+
+
 def closing() -> bool:
     return _closing.is_set()
 

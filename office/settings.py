@@ -210,10 +210,12 @@ CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 3600}
 # REQUEUE_EVERY_SECONDS, the tasks queued for longer than STALLED_AFTER_SECONDS (a delivery the
 # broker lost) or running on an expired lease (a worker that died).
 STALLED_AFTER_SECONDS = int(env("STALLED_AFTER_SECONDS", "60"))
+# The embedded server runs the same sweep itself, at start and as often (office/asgi.py).
+REQUEUE_EVERY_SECONDS = float(env("REQUEUE_EVERY_SECONDS", "30"))
 CELERY_BEAT_SCHEDULE = {
     "requeue-stalled-tasks": {
         "task": "sessions.tasks.requeue_stalled_tasks",
-        "schedule": float(env("REQUEUE_EVERY_SECONDS", "30")),
+        "schedule": REQUEUE_EVERY_SECONDS,
     },
 }
 # Publishing while Redis is away: a few quick retries, then a clear failure, not a hang.

@@ -5,21 +5,14 @@ in-process runner and the offline responder, as `make run` does.
 """
 
 import os
-import shutil
-import socket
-import subprocess
-import sys
-import time
-from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 from django.core.management import call_command
-from django.db import connection
 
 from sessions import services
 from sessions.models import MemoryItem, Session
-from tests.sessions.test_background import ROOT, _database_url
+from tests.servers import ROOT, daphne
 from tests.sessions.test_prompts import conversation
 
 CHROMIUM = "/usr/bin/chromium"
@@ -38,42 +31,6 @@ if not Path(CHROMIUM).exists():
 
 sync_playwright = pytest.importorskip("playwright.sync_api").sync_playwright
 pytestmark = pytest.mark.django_db(transaction=True)
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-@contextmanager
-def daphne(**extra_env: str):
-    """Daphne serving the app on the test database (what a person would run, minus the seeding)."""
-    port = free_port()
-    env = {key: value for key, value in os.environ.items() if key != "ANTHROPIC_API_KEY"}
-    env |= {"DEBUG": "1", "BACKGROUND_WORK": "inprocess", **extra_env}
-    if connection.vendor == "sqlite":
-        env["SQLITE_PATH"] = connection.settings_dict["NAME"]
-    else:
-        env["DATABASE_URL"] = _database_url(connection.settings_dict)
-    process = subprocess.Popen(
-        [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port), "office.asgi:application"],
-        cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-    )
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        with socket.socket() as probe:
-            if probe.connect_ex(("127.0.0.1", port)) == 0:
-                break
-        time.sleep(0.2)
-    else:
-        process.kill()
-        raise RuntimeError(process.stderr.read().decode()[-2000:])
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        process.terminate()
-        process.wait(timeout=15)
 
 
 @pytest.fixture

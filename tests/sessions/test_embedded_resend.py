@@ -3,6 +3,7 @@ next instruction (queued tasks, and memory extractions that never ran)."""
 
 from __future__ import annotations
 
+import time
 import uuid
 from datetime import timedelta
 
@@ -46,3 +47,25 @@ def test_it_leaves_a_task_that_just_finished_to_its_own_extraction(direct_channe
     posting.post_instruction(channel=direct_channel, text="Next one", client_id="c-2")
 
     assert extractions == []
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_embedded_server_resumes_a_reply_a_restart_cut_off_without_waiting_for_the_next_instruction(
+    direct_channel, monkeypatch
+):
+    """A reply left running by a server that stopped (its lease given up, or run out after a kill)
+    is resumed once the server is back, as Celery beat's sweeper does in production."""
+    from sessions.models import Message
+    from tests.servers import daphne
+
+    monkeypatch.setattr("sessions.tasks.run_task.enqueue", lambda *args: None)  # this process runs nothing
+    task = posting.post_instruction(channel=direct_channel, text="What should the Team plan cost?", client_id="c-1")
+    Task.objects.filter(pk=task.pk).update(status=Task.Status.RUNNING, attempts=1, lease_until=timezone.now())
+
+    with daphne(REQUEUE_EVERY_SECONDS="1"):
+        deadline = timezone.now() + timedelta(seconds=30)
+        while timezone.now() < deadline and Task.objects.get(pk=task.pk).status == Task.Status.RUNNING:
+            time.sleep(0.3)
+
+    assert Task.objects.get(pk=task.pk).status == Task.Status.DONE
+    assert Message.objects.filter(session=task.session, turn=task.turn, role="assistant").exclude(content="").count() == 1
