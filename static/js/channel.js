@@ -790,7 +790,9 @@ function setConnected(status, detail) {
   const text = conn.querySelector(".conn-text");
   conn.querySelector("button")?.remove();
   const open = status === "open";
-  input.disabled = !open;
+  // Disabled until the first connection only: after that a drop never takes the keyboard away
+  // (what is typed meanwhile is kept; Enter sends once the connection is back).
+  if (open) input.disabled = false;
   updateSend();
   updateRegenerate();
   newSessionButton.disabled = !open;
@@ -807,7 +809,7 @@ function setConnected(status, detail) {
     hint.textContent =
       status === "connecting"
         ? "Connecting… the composer opens as soon as the connection is up."
-        : "Disconnected: reconnecting by itself. Your draft is kept, and anything not yet confirmed is sent again once it is back.";
+        : "Disconnected: reconnecting by itself. Keep typing: Enter sends once the connection is back, and anything not yet confirmed is sent again then.";
     hint.classList.add("offline");
     if (status === "closed") {
       const retry = el("button", { type: "button", class: "link", text: "Retry" });

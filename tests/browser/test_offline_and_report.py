@@ -126,7 +126,7 @@ def test_the_report_says_an_old_exchange_was_recalled_for_its_meaning(server, de
     context.close()
 
 
-def test_when_the_network_goes_the_page_says_so_at_once_keeps_the_draft_and_is_back_when_it_returns(server, demo, browser):
+def test_when_the_network_goes_the_page_says_so_at_once_keeps_the_keyboard_and_is_back_when_it_returns(server, demo, browser):
     context, page = sign_in(browser, server)
     open_channel(page, server, "Mina")
     box = page.locator(".composer textarea")
@@ -134,14 +134,18 @@ def test_when_the_network_goes_the_page_says_so_at_once_keeps_the_draft_and_is_b
 
     context.set_offline(True)  # the socket itself may look open for a minute; the browser knows at once
     page.wait_for_selector(".conn:has-text('Offline: no network')", timeout=5_000)
-    assert box.is_disabled() and box.input_value() == "A draft typed before the network went"
+    box.press("End")
+    box.type(", and more typed after")  # the keyboard is never taken away
+    box.press("Enter")  # nothing to send it over: it stays in the composer
+    assert box.input_value() == "A draft typed before the network went, and more typed after"
+    assert page.locator(".msg.user").count() == 0
     page.wait_for_timeout(2_500)  # no reconnect attempts while there is no network
     assert page.locator(".conn").inner_text().startswith("Offline: no network")
     page.screenshot(path=str(ARTIFACTS / "network-gone.png"))
 
     context.set_offline(False)
     page.wait_for_selector(".conn:has-text('Live')", timeout=5_000)  # at once, not after a back-off
-    assert box.is_enabled() and box.input_value() == "A draft typed before the network went"
+    assert box.input_value() == "A draft typed before the network went, and more typed after"
     box.press("Enter")
     page.wait_for_function("document.querySelectorAll('.msg.assistant:not(.live)').length >= 1", timeout=20_000)
     context.close()
