@@ -224,6 +224,8 @@ _LEAD = re.compile(
     r"(?:\s*[,.!~;:，。！、～]+\s*|\s*$)",
     re.I,
 )
+# Whom it is said to, in a shared channel: "@theo remember that …" asks what "remember that …" does.
+_ADDRESSED = re.compile(r"^(?:@[\w.-]+[\s,:，：]*)+")
 # Connectives that open a sentence without adding to it ("Also, should we…").
 _CONNECTIVE = re.compile(r"^(?:also|and|so|plus|btw|by the way|oh|然後|另外|還有|順便)(?:\s*[,，]\s*|\s+)", re.I)
 _WHOLE = re.compile(
@@ -241,7 +243,7 @@ def strip_chatter(sentence: str) -> str:
     "Thanks, we decided on $29." keeps "we decided on $29."; "Sure, here you go!" is chatter.
     """
     text = original = sentence.strip().replace("\u2019", "'")
-    while (match := _LEAD.match(text) or _CONNECTIVE.match(text)) and match.end() > 0:
+    while (match := _LEAD.match(text) or _CONNECTIVE.match(text) or _ADDRESSED.match(text)) and match.end() > 0:
         text = text[match.end() :].lstrip()
     if not text or _WHOLE.match(text) or not tokens(text):
         return ""

@@ -654,10 +654,11 @@ def _document_call(request: CompletionRequest) -> tuple[str, tuple[ToolCall, ...
 
 
 # Only a plain request that starts the instruction gets a handoff call: "hand this to Theo: …",
-# "please pass the pricing page to Theo", "@Mina hand it over to Theo" (or 「交給 Theo：…」). What is
+# "please pass the pricing page to Theo", "@Mina hand it over to Theo", "hand off the build to
+# Theo." (or 「交給 Theo：…」). What is
 # handed on is at most 200 characters, and it goes to a name, not to "me" or "them".
 _HANDOFF_REQUEST = re.compile(
-    r"^(?:@[\w-]+[\s,]+)?(?:please\s+)?(?:hand|pass|give)(?:\s+over)?\s+(?P<what>[^\n]{1,200}?)(?:\s+over)?"
+    r"^(?:@[\w-]+[\s,]+)?(?:please\s+)?(?:hand|pass|give)(?:\s+(?:over|off|on))?\s+(?P<what>[^\n]{1,200}?)(?:\s+(?:over|off|on))?"
     r"\s+to\s+@?(?!(?:me|us|them|him|her|you)\b)(?P<who>[^\W\d_][\w-]*)\s*[:,—-]?\s*(?P<brief>.*)$"
     r"|^(?:請)?(?:把這個|這個)?交給\s*@?(?P<zh_who>[\w-]+)\s*[:：，,]?\s*(?P<zh_brief>.*)$",
     re.IGNORECASE | re.DOTALL,
@@ -670,7 +671,8 @@ def _handoff_call(request: CompletionRequest) -> tuple[str, tuple[ToolCall, ...]
         return None
     who = match["who"] or match["zh_who"]
     what = (match["what"] or "").strip()
-    said = (match["brief"] or match["zh_brief"] or "").strip()
+    # What follows the name, without the sentence's own full stop ("…to Theo." says nothing more).
+    said = (match["brief"] or match["zh_brief"] or "").strip().rstrip(".!。！").strip()
     # "hand the pricing page to Theo" hands on the pricing page; "hand this to Theo: …" what follows.
     named = what if what.lower() not in ("this", "it") else ""
     brief = ": ".join(part for part in (named, said) if part) or request.instruction.strip()

@@ -100,6 +100,8 @@ def test_offline_the_same_flows_work(office, mina, theo, direct_channel, frames,
     [
         ("Please hand the pricing page to Theo", "the pricing page"),
         ("@Mina please pass the pricing page over to Theo, it needs a table", "the pricing page: it needs a table"),
+        ("Please hand off the signup page build to Theo.", "the signup page build"),
+        ("Hand the booth shipping checklist over to Theo.", "the booth shipping checklist"),
     ],
 )
 def test_offline_a_handoff_asked_in_other_plain_words_is_made(asked, brief, office, mina, theo, direct_channel, frames, no_background, monkeypatch):
@@ -110,6 +112,21 @@ def test_offline_a_handoff_asked_in_other_plain_words_is_made(asked, brief, offi
     follow = Task.objects.get(handed_off_from=handed)
     assert follow.coworker == "theo"
     assert services.task_messages(follow.session, turn=follow.turn).get(role="user").content == f"Handoff from Mina: {brief}"
+
+
+def test_offline_remember_said_to_someone_in_a_shared_channel_is_noted_and_remembered(
+    office, mina, theo, main_channel, frames, no_background, monkeypatch
+):
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+
+    noted = run(main_channel, "@theo Remember that the booth demo runs on the tablet build")
+    memory.extract_memory(task_id=noted.pk, provider=get_provider())
+
+    reply = services.task_messages(noted.session, turn=noted.turn).get(role="assistant").content
+    assert reply == "Noted: the booth demo runs on the tablet build."
+    assert list(MemoryItem.objects.filter(active=True).values_list("text", flat=True)) == [
+        "The booth demo runs on the tablet build."
+    ]
 
 
 def test_offline_a_reply_says_on_which_day_the_person_said_it(office, mina, direct_channel, frames, no_background, monkeypatch):

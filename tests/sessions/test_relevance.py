@@ -116,6 +116,7 @@ def test_it_strips_pleasantries_and_recognizes_pure_chatter():
     assert strip_chatter("Thanks!") == ""
     assert strip_chatter("Sure, here you go!") == ""
     assert strip_chatter("Here it is: the budget is $5,000.") == "The budget is $5,000."
+    assert strip_chatter("@theo @mina, remember that the booth is 42") == "Remember that the booth is 42"
     assert strip_chatter("好的，謝謝") == ""
     assert strip_chatter("Thanks, we decided on $29.") == "We decided on $29."
     assert strip_chatter("Also, should we offer an annual plan?") == "Should we offer an annual plan?"

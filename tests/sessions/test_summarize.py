@@ -285,7 +285,7 @@ def test_it_names_speakers_only_in_multi_speaker_channels_except_owners():
     assert "(task 2) We agreed to ship the fix in 2 days." in single
     assert "(task 2, Theo) We agreed to ship the fix in 2 days." in multi
     # The user's request is Theo's commitment, in any channel.
-    assert "(task 2, Theo) @theo fix the signup bug by Friday" in single
+    assert "(task 2, Theo) Fix the signup bug by Friday" in single, "said to Theo: his, without the @"
     assert "Task 2 (Theo): fixed the signup bug by Friday" in multi
 
 
