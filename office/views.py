@@ -118,6 +118,8 @@ def channel(request: HttpRequest, channel_id: int) -> HttpResponse:
             "history": messages,
             "task_count": session.tasks.count() if session else 0,
             "truncated": bool(messages) and messages[0].position > 1,
+            "meeting_ended": channel.kind == Channel.Kind.MEETING
+            and Message.objects.filter(session__channel=channel, role=Message.Role.NOTICE, content__startswith=NOTES_MARK).exists(),
             "past_sessions": _past_sessions(channel),
             "page": page,
             "offline": _offline(),
@@ -156,6 +158,8 @@ def past_session(request: HttpRequest, channel_id: int, session_id: int) -> Http
             "history": messages,
             "task_count": session.tasks.count(),
             "truncated": bool(messages) and messages[0].position > 1,
+            "meeting_ended": channel.kind == Channel.Kind.MEETING
+            and Message.objects.filter(session__channel=channel, role=Message.Role.NOTICE, content__startswith=NOTES_MARK).exists(),
             "past_sessions": past,
             "title": title or "Untitled conversation",
             "page": page,

@@ -236,6 +236,8 @@ def work_as(task: Task, slug: str, provider: Provider) -> str:
                 "turns": prompt.report["detailed_tasks"],
                 "said_on": said_on(session, prompt.report["detailed_tasks"]),
                 "channel_kind": channel.kind,
+                # The meeting's own task (its turns), not a person's question in its channel afterwards.
+                "meeting_turn": bool(task.origin.get("meeting")),
             },
         )
         with DeltaBatcher(channel.pk, task.pk, slug) as deltas:

@@ -437,7 +437,7 @@ def _reply(request: CompletionRequest) -> str:
     current = _current(request.messages)
     said_here = _said_here(request)
     chinese = bool(_CJK.search(instruction))
-    if request.payload.get("channel_kind") == "meeting":
+    if _meeting_turn(request):
         return _speak_to_agenda(instruction, said_here, chinese)
     dates = request.payload.get("said_on")
     lines = [line for block in request.system for line in _context_lines(block)]
@@ -526,6 +526,12 @@ _PRODUCE = re.compile(
 _SHAPE = re.compile(r"\b(?:short|shorter|brief|long|longer|quick|simple|little|nice|good|catchy|few)\b", re.I)
 
 
+def _meeting_turn(request: CompletionRequest) -> bool:
+    """A turn of a meeting, which speaks to its agenda; a person's question in the meeting's channel
+    after it ended is answered like one anywhere else."""
+    return request.payload.get("channel_kind") == "meeting" and request.payload.get("meeting_turn", True)
+
+
 def _asks_to_produce(instruction: str) -> bool:
     return any(_PRODUCE.match(strip_chatter(sentence)) for sentence in split_sentences(instruction))
 
@@ -551,7 +557,7 @@ def _acknowledge(request: CompletionRequest) -> str | None:
     """ "Noted: the launch date is May 4." for a request to remember (the memory extractor stores it
     after the task), "Okay, I'll forget the launch date." for one to forget; None for anything else.
     Asked plainly only, and only what the extractor will act on, so it never promises what won't happen."""
-    if request.payload.get("channel_kind") == "meeting":
+    if _meeting_turn(request):
         return None  # a meeting's turns speak to its agenda; its decisions are remembered with the notes
     instruction = request.instruction
     records = _as_task(instruction)

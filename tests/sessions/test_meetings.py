@@ -76,6 +76,20 @@ def test_a_meeting_runs_offline_too(office, mina, theo, frames, no_background):
     assert Task.objects.get(handed_off_from=done).session.channel.coworker == theo
 
 
+def test_after_a_meeting_a_question_in_its_channel_is_answered_like_anywhere_else(office, mina, theo, frames, no_background, client):
+    channel, task = meetings.start_meeting(
+        office=office, title="Pricing", agenda="We decided the Team plan costs $29.",
+        participants=[mina, theo], rounds=1, provider=OfflineResponder(),
+    )
+    pipeline.run_task(task.pk, provider=OfflineResponder())
+
+    asked = posting.post_instruction(channel=channel, text="@mina remember that the posters are printed by Inkworks", coworker=mina)
+    pipeline.run_task(asked.pk, provider=OfflineResponder())
+
+    reply = services.task_messages(asked.session, turn=asked.turn).get(role="assistant").content
+    assert reply == "Noted: the posters are printed by Inkworks.", "not a meeting turn's 'Nothing to add from me.'"
+
+
 def test_closing_a_meeting_twice_starts_and_remembers_nothing_twice(office, mina, theo, frames, no_background):
     channel, task = meetings.start_meeting(
         office=office, title="Pricing", agenda="We decided the Team plan costs $29. Theo will update the pricing page by Friday.",
