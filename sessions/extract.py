@@ -256,7 +256,19 @@ def _kind(text: str, *, remembered: bool) -> str | None:
         return "company"
     if _values(text)[0] and _PROJECT.search(text) and _STATEMENT.search(text) and not imperative:
         return "project"
-    return "rule" if remembered else None
+    if not remembered:
+        return None
+    # Asked to be remembered and none of the above: "remember to cc legal" or "remember: use
+    # metric units" is a working rule; "remember that the booth number is 42" a fact of the work.
+    return "rule" if imperative or _INSTRUCTION.match(text) else "project"
+
+
+# How a remembered instruction starts (after "remember to"/"remember:"): a verb said to the coworker.
+_INSTRUCTION = re.compile(
+    r"(?:please\s+)?(?:always|never|don't|do not|use|call|cc|send|ask|check|keep|avoid|stop|start|reply|answer"
+    r"|write|mention|include|add|put|copy|tell|remind|make sure)\b|請|不要|別|一律|永遠|總是|務必|記得要|要先",
+    re.I,
+)
 
 
 MIN_WORDS = 3  # "That.", "Agreed, Caroline." and "同意，卡洛琳。" are too short to state anything
@@ -305,6 +317,9 @@ def _from_user(text: str) -> Candidate | None:
     if not states_fact(body):
         return None  # "Please remember that." remembers nothing
     kind = _kind(body, remembered=bool(remembered))
+    asked_to = remembered and remembered.group(1) and re.search(r"\bto\s*$", text[: remembered.start(1)], re.I)
+    if kind == "project" and asked_to:
+        kind = "rule"  # "remember to …" is something to do
     if kind is None and _personal(body):
         kind = "preference"  # about the user; the stored kinds have no "personal"
     return Candidate(_normalize(body, kind), kind) if kind else None

@@ -333,6 +333,10 @@ def test_acknowledgements_pleasantries_and_bare_pronouns_are_not_remembered(said
         ("We decided to hold the offsite at Lakeview Lodge.", "decision", "We decided to hold the offsite at Lakeview Lodge."),
         ("We picked Lakeview Lodge for the offsite.", "decision", "We picked Lakeview Lodge for the offsite."),
         ("Remember to always cc Dana on vendor emails.", "rule", "Always cc Dana on vendor emails."),
+        ("Remember to send the recap on Fridays.", "rule", "Send the recap on Fridays."),
+        # Asked to be remembered, a statement is a fact of the work, not a rule.
+        ("Remember that the booth number is 42.", "project", "The booth number is 42."),
+        ("請記住我們的預算是五萬元。", "project", "預算是五萬元。"),
         ("Agreed, Caroline. We picked Lakeview Lodge for the offsite.", "decision", "We picked Lakeview Lodge for the offsite."),
     ],
 )
