@@ -36,12 +36,12 @@ from .base import (
 
 # What every completion it makes says it was made by: no model was called, so nothing is billed.
 MODEL = "offline"
-NOTHING_YET = "I don't have anything on that yet."
+NOTHING_YET, NOTHING_YET_ZH = "I don't have anything on that yet.", "這件事我這裡還沒有資料。"
 NOTHING_TO_ADD = "Nothing to add from me."
 # News the person states: kept in memory after the task, or not.
 NOTED, NOTED_ZH = "Thanks, noted.", "收到，記下了。"
 THANKS, THANKS_ZH = "Thanks for letting me know.", "收到，謝謝告知。"
-FOUND = "Here's what I have on that:"
+FOUND, FOUND_ZH = "Here's what I have on that:", "我這裡有的是："
 # Writing, drafting, coding or translating needs a model; pretending to have nothing on it would mislead.
 NEEDS_A_MODEL = "Writing that needs an AI model, and none is connected yet (the note at the top of the page says how to connect one)."
 NEEDS_A_MODEL_ZH = "這需要 AI 模型才能寫，目前還沒有連接模型（頁面上方的說明寫了怎麼連接）。"
@@ -225,6 +225,23 @@ SAID_BEFORE = "you said this in an earlier conversation"
 
 # The payload's ISO day ("2026-12-01") and a recall header's ("Tue 1 Dec 2026", sessions.prompts).
 DAY_LAYOUTS = ("%Y-%m-%d", "%a %d %b %Y")
+
+
+_SOURCES_ZH = {
+    FROM_MEMORY: "來自記憶",
+    FROM_SUMMARY: "來自摘要",
+    FROM_PREVIOUS: "來自我們上一次的對話",
+    SAID_EARLIER: "你之前說的",
+    SAID_BEFORE: "你在之前的對話說的",
+}
+_SAID_ON = re.compile(r"^you said this on ([A-Z][a-z]{2}) (\d{1,2})$")
+
+
+def _source_in_chinese(source: str) -> str:
+    """A line's source for a reply in Chinese: "you said this on Dec 1" is "你在12月1日說的"."""
+    if said := _SAID_ON.match(source):
+        return f"你在{datetime.strptime(said.group(1), '%b').month}月{said.group(2)}日說的"
+    return _SOURCES_ZH.get(source, source)
 
 
 def _said_on(day: str) -> str:
@@ -453,13 +470,13 @@ def _reply(request: CompletionRequest) -> str:
         # Honest first: it cannot write; then what it has that may help, if anything.
         needs = NEEDS_A_MODEL_ZH if chinese else NEEDS_A_MODEL
         parts = [needs] if needs not in said_here else []  # a colleague said it already
-        parts += [FOUND, _bullets(found)] if found else []
+        parts += [FOUND_ZH if chinese else FOUND, _bullets(found, chinese=chinese)] if found else []
         return "\n\n".join(parts) or NOTHING_TO_ADD
     if not found:
         if len(fresh) < len(lines) and _relevant_lines(instruction, lines):
             return NOTHING_TO_ADD
-        return _noted(instruction, said_here, chinese) or NOTHING_YET
-    return FOUND + "\n\n" + _bullets(found)
+        return _noted(instruction, said_here, chinese) or (NOTHING_YET_ZH if chinese else NOTHING_YET)
+    return (FOUND_ZH if chinese else FOUND) + "\n\n" + _bullets(found, chinese=chinese)
 
 
 # Asked without a question mark ("where is the staging server"), or asked for ("Send Sam the
@@ -501,10 +518,13 @@ def _said_here(request: CompletionRequest) -> str:
     return " ".join(message_text(m) for m in request.messages[_current(request.messages) + 1 :] if isinstance(m, AIMessage))
 
 
-def _bullets(lines: Sequence[_Line]) -> str:
+def _bullets(lines: Sequence[_Line], *, chinese: bool = False) -> str:
     # A code block a person wrote stays a code block, after the bullet saying where it came from.
+    def source(line: _Line) -> str:
+        return f"（{_source_in_chinese(line.source)}）" if chinese else f" ({line.source})"
+
     return "\n".join(
-        f"- {_stated(line.text)} ({line.source})" + (f":\n\n{line.code}\n" if line.code else "") for line in lines
+        f"- {_stated(line.text)}{source(line)}" + (f":\n\n{line.code}\n" if line.code else "") for line in lines
     ).rstrip()
 
 

@@ -24,11 +24,13 @@ from coworkers.providers import (
 )
 from coworkers.providers.offline import (
     FOUND,
+    FOUND_ZH,
     NEEDS_A_MODEL,
     NEEDS_A_MODEL_ZH,
     NOTHING_TO_ADD,
     NOTHING_TO_REMEMBER,
     NOTHING_YET,
+    NOTHING_YET_ZH,
     NOTED,
     NOTED_ZH,
     THANKS,
@@ -244,7 +246,8 @@ def test_it_answers_from_a_chinese_summary():
         "- (task 2) 我們決定定價為每月 29 美元。\n- (task 4) 網站下週一上線。"
     )
     completion = OfflineResponder().complete(ask("價格是多少？", system=(PERSONA, summary)))
-    assert "- 我們決定定價為每月 29 美元 (from the summary)" in completion.text
+    assert completion.text.startswith(FOUND_ZH), "a Chinese question gets a Chinese answer"
+    assert "- 我們決定定價為每月 29 美元（來自摘要）" in completion.text
     assert "上線" not in completion.text
 
 
@@ -319,9 +322,10 @@ def test_news_the_person_states_is_acknowledged_not_answered_with_nothing():
     assert reply("I prefer short answers.") == NOTED, "the memory keeps this one"
     assert reply("產品發表會訂在五月四日。") == THANKS_ZH
     assert reply("Is the beta live? It should be.") == NOTHING_YET, "a question is not news"
-    for asked in ("where is the staging server", "is the launch still on Friday", "預算是多少", "Send Sam the launch plan",
+    for asked in ("where is the staging server", "is the launch still on Friday", "Send Sam the launch plan",
                   "I need the Q3 revenue numbers by Monday"):
         assert reply(asked) == NOTHING_YET, f"{asked!r} asks, without a question mark"
+    assert reply("預算是多少") == NOTHING_YET_ZH, "asks, without a question mark, in Chinese"
 
 
 def test_it_says_it_has_nothing_yet_when_nothing_is_relevant():
@@ -571,7 +575,7 @@ def test_it_stops_mid_stream_with_the_partial_text():
 # Every way an offline reply opens: what it found, that it has nothing, that writing needs a model,
 # the acknowledgement of a request to remember or forget, or of news the person states.
 OPENINGS = (
-    NOTHING_YET, FOUND, NEEDS_A_MODEL, NEEDS_A_MODEL_ZH, NOTHING_TO_REMEMBER, "我看不出",
+    NOTHING_YET, NOTHING_YET_ZH, FOUND, FOUND_ZH, NEEDS_A_MODEL, NEEDS_A_MODEL_ZH, NOTHING_TO_REMEMBER, "我看不出",
     "Noted: ", "Okay, I'll forget ", "記下了：", "好的，我會忘記", NOTED, NOTED_ZH, THANKS, THANKS_ZH,
 )
 
