@@ -29,12 +29,20 @@
     }
   });
 
-  // Close an open <details class="menu"> on Escape or a click elsewhere.
+  // Close an open <details class="menu">, an open memory editor and the phone's open menu on
+  // Escape (the focus goes back to what opened it), or a menu on a click elsewhere.
   document.addEventListener("keydown", (event) => {
     if (event.key !== "Escape") return;
-    for (const menu of document.querySelectorAll("details.menu[open]")) {
+    for (const menu of document.querySelectorAll("details.menu[open], details:has([data-close-details])[open]")) {
       menu.open = false;
       menu.querySelector("summary")?.focus();
+    }
+    const nav = document.querySelector(".sidebar.open");
+    if (nav) {
+      nav.classList.remove("open");
+      const toggle = nav.querySelector("[data-toggle-nav]");
+      toggle?.setAttribute("aria-expanded", "false");
+      toggle?.focus();
     }
   });
   document.addEventListener("click", (event) => {

@@ -120,3 +120,18 @@ def test_on_a_phone_the_usage_page_fits_its_width_with_the_tables_scrolling_insi
             assert sizes and min(sizes) >= 10, f"labels {min(sizes):.1f} px high"
         page.screenshot(path=str(ARTIFACTS / f"usage-390-{scheme}.png"), full_page=True)
     context.close()
+
+
+def test_on_a_phone_escape_closes_the_menu_and_gives_the_focus_back_to_its_button(server, demo, browser):
+    context, page = sign_in(browser, server)
+    page.set_viewport_size(PHONE)
+    toggle = page.locator("[data-toggle-nav]")
+    toggle.click()
+    assert toggle.get_attribute("aria-expanded") == "true"
+
+    page.keyboard.press("Escape")
+
+    assert toggle.get_attribute("aria-expanded") == "false"
+    assert not page.locator(".sidebar").evaluate("s => s.classList.contains('open')")
+    assert toggle.evaluate("t => document.activeElement === t")
+    context.close()
