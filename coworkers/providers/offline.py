@@ -456,6 +456,10 @@ def _reply(request: CompletionRequest) -> str:
     chinese = bool(_CJK.search(instruction))
     if _meeting_turn(request):
         return _speak_to_agenda(instruction, said_here, chinese)
+    # News the person states ("We need 4 booth staff.") is acknowledged, not answered with whatever
+    # shares a word or a number with it ("The launch date is May 4").
+    if not _asks_to_produce(instruction) and (acknowledged := _noted(instruction, said_here, chinese)) is not None:
+        return acknowledged
     dates = request.payload.get("said_on")
     lines = [line for block in request.system for line in _context_lines(block)]
     lines += _message_lines(request.messages[:current], dates if isinstance(dates, Sequence) else None)

@@ -328,6 +328,12 @@ def test_news_the_person_states_is_acknowledged_not_answered_with_nothing():
     assert reply("預算是多少") == NOTHING_YET_ZH, "asks, without a question mark, in Chinese"
 
 
+def test_news_is_acknowledged_even_when_memory_shares_a_word_or_a_number_with_it():
+    # MEMORY holds "The Pro plan costs $29 per month": "29" and "plan" are in this news too.
+    completion = OfflineResponder().complete(ask("Omar, we need 29 booth staff for the plan of the trade show."))
+    assert completion.text in (THANKS, NOTED), completion.text
+
+
 def test_it_says_it_has_nothing_yet_when_nothing_is_relevant():
     completion = OfflineResponder().complete(ask("Who is our lawyer?"))
     assert completion.text == NOTHING_YET
