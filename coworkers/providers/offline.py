@@ -642,24 +642,38 @@ def _answer_tool_results(messages: Sequence[BaseMessage]) -> str:
     return "Here's what came back:\n\n" + "\n".join(reports)
 
 
-# Only an unmistakable request to write a document gets a write_document call.
-_DOCUMENT_REQUEST = re.compile(
-    r"\b(?:write|draft|create|make|start)\b.*?\b(?:doc|document|draft|spec|specification|plan|brief|memo|notes?"
-    r"|outline|page|copy)\b.*?\b(?:called|titled|named)\s+(?P<title>.+)$"
-    r"|\bsave\b.+?\bas\s+(?P<saved>.+)$",
-    re.IGNORECASE | re.DOTALL,
-)
+# Only an unmistakable request to write a document gets a write_document call: a verb of writing,
+# then a kind of document, then "called …" ("draft a memo called Q3 plan"), or "save … as …".
+# Searched one after the other, each from where the last one ended: as one pattern of lazy gaps
+# ("write .*? doc .*? called") a message of "write write … doc doc …" took minutes, and the
+# interpreter lock with it (one instruction froze the whole server).
+_WRITE_VERB = re.compile(r"\b(?:write|draft|create|make|start)\b", re.I)
+_DOCUMENT_KIND = re.compile(r"\b(?:doc|document|draft|spec|specification|plan|brief|memo|notes?|outline|page|copy)\b", re.I)
+_TITLED = re.compile(r"\b(?:called|titled|named)\s+", re.I)
+_SAVE = re.compile(r"\bsave\b", re.I)
+_SAVED_AS = re.compile(r"\bas\s+", re.I)
+
+
+def _document_title(text: str) -> str:
+    """What a request to write a document calls it, or "" (the first of each word is enough: any
+    later one has all the text the first has after it)."""
+    if (verb := _WRITE_VERB.search(text)) and (kind := _DOCUMENT_KIND.search(text, verb.end())):
+        if titled := _TITLED.search(text, kind.end()):
+            return text[titled.end() :]
+    if (save := _SAVE.search(text)) and (saved := _SAVED_AS.search(text, save.end() + 1)):
+        return text[saved.end() :]
+    return ""
 _QUOTES = "\"'“”‘’「」『』"
 
 
-def _asked_for(request: CompletionRequest, tool: str, pattern: re.Pattern, *params: str) -> re.Match | None:
-    """The instruction's match of `pattern`, when `tool` is offered (taking `params`) and not yet called."""
+def _asked_for(request: CompletionRequest, tool: str, *params: str) -> str | None:
+    """The instruction, when `tool` is offered (taking `params`) and not yet called."""
     spec = next((spec for spec in request.tools if spec.name == tool), None)
     if spec is None or not _takes(spec, *params):
         return None
     if not request.messages or not isinstance(request.messages[-1], HumanMessage):
         return None  # the current task already made its calls
-    return pattern.search(request.instruction.strip())
+    return request.instruction.strip()
 
 
 def _call_id(request: CompletionRequest) -> str:
@@ -668,11 +682,10 @@ def _call_id(request: CompletionRequest) -> str:
 
 
 def _document_call(request: CompletionRequest) -> tuple[str, tuple[ToolCall, ...]] | None:
-    match = _asked_for(request, "write_document", _DOCUMENT_REQUEST, "title", "content")
-    instruction = request.instruction.strip()
-    if match is None:
+    instruction = _asked_for(request, "write_document", "title", "content")
+    if instruction is None:
         return None
-    title = (match["title"] or match["saved"] or "").strip().rstrip(".!。！").strip().strip(_QUOTES).strip()
+    title = _document_title(instruction).strip().rstrip(".!。！").strip().strip(_QUOTES).strip()
     if not title or len(title) > 120 or "\n" in title:
         return None
     content = (
@@ -696,7 +709,8 @@ _HANDOFF_REQUEST = re.compile(
 
 
 def _handoff_call(request: CompletionRequest) -> tuple[str, tuple[ToolCall, ...]] | None:
-    match = _asked_for(request, "handoff", _HANDOFF_REQUEST, "coworker", "brief")
+    instruction = _asked_for(request, "handoff", "coworker", "brief")
+    match = _HANDOFF_REQUEST.search(instruction) if instruction is not None else None
     if match is None:
         return None
     who = match["who"] or match["zh_who"]

@@ -12,6 +12,7 @@ import pytest
 
 from coworkers.providers import CompletionRequest
 from coworkers.providers.offline import OfflineResponder
+from coworkers.tools import TOOL_SPECS
 from langchain_core.messages import HumanMessage
 from office.views import plain_words
 from sessions import extract, relevance, summarize
@@ -26,13 +27,20 @@ HOSTILE = {
     "spaces inside a phrase": "no " + " " * 39_990 + "longer",
     "fences": "```" * 13_000,
     "heading marks": "#" * 40_000 + "x",
+    # Offered the document tool, a request to write one: verbs and kinds of document, no title.
+    "writing words and document words": "write " * 1_700 + "doc " * 2_400,
+    "draft after draft": "draft " * 3_300,
+    "save with no as": "save " * 4_000,
 }
 
 
 def handled(text: str) -> list:
     """What a task, a search result and the memory do with a message's text."""
     task = TaskRecords(turn=1, records=(Record(id="u", previous=None, turn=1, role="user", content=text),))
-    request = CompletionRequest(purpose="reply", system=("You are Mina.",), messages=(HumanMessage(text),), model="m", max_output_tokens=100)
+    request = CompletionRequest(
+        purpose="reply", system=("You are Mina.",), messages=(HumanMessage(text),), model="m", max_output_tokens=100,
+        tools=TOOL_SPECS,  # as a reply's first step is offered them: the document and handoff requests are read
+    )
     return [
         relevance.split_sentences(text),
         relevance.tokens(text),
