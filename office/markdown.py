@@ -14,17 +14,19 @@ rendered once, when it is stored (office/rendering.py), never per page view or c
 Fenced code that names a language is highlighted by Pygments, on the server: the only markup it adds
 is `<span class="…">` with Pygments' short token class names, the only classes nh3 lets through (on
 `span`, nowhere else). Only the common languages in HIGHLIGHTED are lexed (never a guess: guessing
-runs every lexer), and at most MAX_HIGHLIGHT_CHARS of code a message; the rest stays plain code.
+runs every lexer), and at most MAX_HIGHLIGHT_CHARS of code and MAX_HIGHLIGHT_SECONDS a message; the
+rest stays plain code.
 """
 
 from __future__ import annotations
 
 import html
 import threading
+import time
 
 import nh3
 from markdown_it import MarkdownIt
-from pygments import highlight as pygments_highlight
+from pygments import format as pygments_format
 from pygments.formatters import HtmlFormatter
 from pygments.lexers import get_lexer_by_name
 from pygments.token import STANDARD_TYPES
@@ -43,6 +45,12 @@ _DELIMITERS = "[]!*_~`<&\\"
 # Code highlighted per message, in characters: Pygments' lexers are regular expressions, and their
 # output is several times the code's length for nh3 to read.
 MAX_HIGHLIGHT_CHARS = 20_000
+# And in time: several lexers are quadratic in plain input (C#'s on "a\n" repeated took 46 s for
+# 19,000 characters; C, C++ and Java on blank lines, make on "0"), and a render holds a thread the
+# sockets share. Past this many seconds a message's code stays plain code; the tokens are counted
+# out as they come, so it stops within a token or so of the limit.
+MAX_HIGHLIGHT_SECONDS = 0.25
+_CHECK_EVERY = 32  # tokens between looks at the clock
 # The languages people ask a coworker about, by the names (and aliases) fences use. Other names stay
 # plain code: fewer lexers, fewer regular expressions anyone can feed text to.
 HIGHLIGHTED = {
@@ -105,7 +113,13 @@ def _highlight(code: str, language: str, attrs: str) -> str:
     except ClassNotFound:
         return ""
     _local.highlight_left -= len(code)
-    return pygments_highlight(code, lexer, _formatter)
+    tokens = []
+    for count, token in enumerate(lexer.get_tokens(code)):
+        tokens.append(token)
+        if count % _CHECK_EVERY == 0 and time.monotonic() > _local.highlight_until:
+            _local.highlight_left = 0  # and the message's other blocks with it
+            return ""
+    return pygments_format(tokens, _formatter)
 
 
 def _too_costly(text: str) -> bool:
@@ -150,4 +164,5 @@ def render(text: str) -> str:
     if _too_costly(text):
         return _plain(text)
     _local.highlight_left = MAX_HIGHLIGHT_CHARS
+    _local.highlight_until = time.monotonic() + MAX_HIGHLIGHT_SECONDS
     return _cleaner.clean(_parser().render(text)).rstrip("\n")

@@ -77,3 +77,20 @@ def test_highlighting_is_bounded_per_message():
     # MAX_HIGHLIGHT_CHARS of code: the first blocks are highlighted, the rest shown as plain code.
     assert 1 <= len(highlighted) < 4
     assert "x = 1  # a comment" in blocks[-1]
+
+
+@pytest.mark.parametrize(
+    "language, unit",
+    [("csharp", "a\n"), ("c", "\n"), ("cpp", "\n"), ("java", "\n"), ("make", "0"), ("markdown", "\n")],
+)
+def test_a_lexer_slow_on_plain_input_stops_in_time_and_the_code_stays_plain(language, unit):
+    # About 19,000 characters: before the time limit, C#'s lexer took 46 s on these, the others 10 to 23.
+    code = unit * (19_000 // len(unit))
+    text = f"```{language}\n{code}```"
+
+    started = time.perf_counter()
+    html = markdown.render(text)
+    seconds = time.perf_counter() - started
+
+    assert seconds < 2, f"{seconds:.2f} s"
+    assert html.count("<pre><code>") == 1 and html.count("\n") >= code.count("\n") - 1, "the code is all there"
