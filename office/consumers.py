@@ -41,6 +41,10 @@ RESYNC_PAGE = 500
 # A resync replays at most this many events, then says `truncated` (the page reloads instead): a
 # client that never reads would otherwise have the server buffer the whole channel, as often as asked.
 RESYNC_MAX_EVENTS = 500
+# And at most this many bytes of them: a stored event keeps its rendered HTML (half a megabyte for a
+# long highlighted code block), and 40 sockets asking for 500 such events three times, never
+# reading, took the server to 8 GB. Past it, the same `truncated` (the page reloads).
+RESYNC_MAX_BYTES = 1_000_000
 # Resyncs per socket: a burst of RESYNC_BURST, then one every RESYNC_EVERY_SECONDS; more are refused
 # with `rate_limited` (a page sends one per reconnect).
 RESYNC_BURST, RESYNC_EVERY_SECONDS = 3, 5.0
@@ -336,18 +340,19 @@ class ChannelConsumer(StaysJoined):
                 f"Too many resyncs on this connection; try again in {ratelimit.wait_phrase(self.resyncs.wait())}.",
             )
         batch = await database_off_shared_thread(events.events_after)(self.channel_id, after, RESYNC_MAX_EVENTS + 1)
-        for frame in batch[:RESYNC_MAX_EVENTS]:
+        replayed = events.oldest_within(batch[:RESYNC_MAX_EVENTS], RESYNC_MAX_BYTES)
+        for frame in replayed:
             # Sent even if this socket sent it before: the client asked for everything after `after`.
             await self.send_json(frame)
             self.next_seq = max(self.next_seq, frame["seq"] + 1)
-        if len(batch) > RESYNC_MAX_EVENTS:
+        if len(replayed) < len(batch):
             # More than one replay's worth behind: reloading the page is cheaper for both ends.
             await self.send_json(
                 {
                     "type": "resync",
                     "truncated": True,
-                    "after": batch[RESYNC_MAX_EVENTS - 1]["seq"],
-                    "detail": f"More than {RESYNC_MAX_EVENTS} events were missed; reload the page to see them all.",
+                    "after": replayed[-1]["seq"] if replayed else after,
+                    "detail": "More was missed than one replay sends; reload the page to see it all.",
                 }
             )
 

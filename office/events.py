@@ -151,11 +151,26 @@ def last_seq(channel_id: int) -> int:
     return Channel.objects.filter(pk=channel_id).values_list("last_event_seq", flat=True).get()
 
 
+def oldest_within(items: list[dict], budget: int) -> list[dict]:
+    """The oldest of these (oldest first) whose JSON fits in `budget` bytes together, as sent."""
+    kept, used = 0, 0
+    for item in items:
+        used += _sent_bytes(item)
+        if used > budget:
+            break
+        kept += 1
+    return items[:kept]
+
+
+def _sent_bytes(item: dict) -> int:
+    return len(json.dumps(item, ensure_ascii=False).encode("utf-8", "surrogatepass"))
+
+
 def newest_within(items: list[dict], budget: int) -> list[dict]:
     """The newest of these (oldest first) whose JSON fits in `budget` bytes together, as sent."""
     kept, used = 0, 0
     for item in reversed(items):
-        used += len(json.dumps(item, ensure_ascii=False).encode("utf-8", "surrogatepass"))
+        used += _sent_bytes(item)
         if used > budget:
             break
         kept += 1

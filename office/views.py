@@ -13,7 +13,7 @@ from collections.abc import Iterable
 
 from django.contrib.auth.decorators import login_required
 from django.db.models import Count, OuterRef, QuerySet, Subquery
-from django.db.models.functions import Substr
+from django.db.models.functions import Coalesce, Length, Substr
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
@@ -34,6 +34,9 @@ from .rendering import html_of
 MESSAGES_SHOWN = 200
 # A past conversation is read in one page; longer ones show their latest messages.
 PAST_MESSAGES_SHOWN = 2000
+# And at most this many characters of them (text and rendered HTML): 100 messages of one long
+# highlighted code block each made a 54 MB page that took Chromium 50 s to open.
+PAGE_CHARS = 3_000_000
 # The order of the prompt's layers, most stable first, as the context bar draws them.
 LAYERS = ("system", "memory", "summary", "recent", "recalled", "current")
 # What each layer is called on the page (static/js/report.js uses the same words).
@@ -84,8 +87,7 @@ def channel(request: HttpRequest, channel_id: int) -> HttpResponse:
     messages: list[Message] = []
     open_tasks: list[dict] = []
     if session:
-        newest = session.messages.order_by("-position")[:MESSAGES_SHOWN]
-        messages = list(reversed(newest))
+        messages = newest_messages(session, MESSAGES_SHOWN)
         open_tasks = [
             {"id": t.pk, "turn": t.turn, "status": t.status, "coworker": t.coworker, "error": t.error}
             for t in session.tasks.filter(status__in=[Task.Status.QUEUED, Task.Status.RUNNING])
@@ -128,6 +130,20 @@ def channel(request: HttpRequest, channel_id: int) -> HttpResponse:
     )
 
 
+def newest_messages(session: Session, limit: int) -> list[Message]:
+    """The session's newest messages, oldest first: at most `limit`, and those whose text and HTML
+    fit in PAGE_CHARS together (the newest always). Their sizes are read first, so a page of large
+    messages never loads more of them than it shows."""
+    sizes = session.messages.order_by("-position").annotate(size=Length("content") + Coalesce(Length("rendered__html"), 0))
+    kept, used = [], 0
+    for pk, size in sizes.values_list("pk", "size")[:limit]:
+        used += size or 0
+        if kept and used > PAGE_CHARS:
+            break
+        kept.append(pk)
+    return list(Message.objects.filter(pk__in=kept).order_by("position"))
+
+
 @login_required
 def past_session(request: HttpRequest, channel_id: int, session_id: int) -> HttpResponse:
     """An ended conversation, read-only. The active one lives on the channel page."""
@@ -135,8 +151,7 @@ def past_session(request: HttpRequest, channel_id: int, session_id: int) -> Http
     session = get_object_or_404(channel.sessions, pk=session_id)
     if session.status == Session.Status.ACTIVE:
         return redirect(channel)
-    newest = session.messages.order_by("-position")[:PAST_MESSAGES_SHOWN]
-    messages = nudges_under_their_instruction(list(reversed(newest)))
+    messages = nudges_under_their_instruction(newest_messages(session, PAST_MESSAGES_SHOWN))
     _prepare_history(channel, session, messages)  # its context bars are rendered on the page
     past = _past_sessions(channel)
     first = next((m.content for m in messages if m.role == Message.Role.USER and m.turn == 1), "")

@@ -468,3 +468,19 @@ def test_message_records_are_never_changed_by_the_page(client, bob, conversation
     client.force_login(bob)
     client.get(f"/c/{direct_channel.pk}/")
     assert list(Message.objects.values_list("id", "content")) == before
+
+
+def test_a_page_of_large_messages_shows_the_newest_that_fit_and_says_so(client, bob, direct_channel, monkeypatch):
+    from office import views
+
+    monkeypatch.setattr(views, "PAGE_CHARS", 10_000)  # each instruction is 3,000 characters of code
+    session = services.get_active_session(channel=direct_channel)
+    for n in range(6):
+        services.start_task(session=session, instruction=f"Code {n}:\n```python\n" + "x = 1\n" * 500 + "```", coworker="mina")
+    client.force_login(bob)
+
+    page = client.get(reverse("channel", args=[direct_channel.pk])).content.decode()
+
+    shown = page.count('class="msg user')
+    assert 1 <= shown < 6 and "Code 5:" in page and "Code 0:" not in page, "the newest, and only what fits"
+    assert f"Showing the latest {shown} messages." in page

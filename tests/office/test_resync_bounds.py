@@ -50,6 +50,23 @@ async def test_it_replays_at_most_500_events_and_tells_the_page_to_reload(bob, d
     assert await socket.receive_nothing(timeout=0.3)
 
 
+async def test_it_replays_at_most_a_megabyte_of_large_events_then_tells_the_page_to_reload(bob, direct_channel, enter):
+    big = "x" * 300_000  # a long highlighted code block's HTML is about this size
+    await database_sync_to_async(ChannelEvent.objects.bulk_create)(
+        ChannelEvent(channel=direct_channel, seq=seq, type="task", payload={"id": seq, "status": "done", "html": big})
+        for seq in range(1, 11)
+    )
+    await database_sync_to_async(Channel.objects.filter(pk=direct_channel.pk).update)(last_event_seq=10)
+    socket = await enter(bob, direct_channel)
+
+    await socket.send_json_to({"type": "resync", "after": 0})
+    frames = [await socket.receive_json_from(timeout=5) for _ in range(4)]
+
+    assert [frame.get("seq") for frame in frames[:3]] == [1, 2, 3], "three of 300 KB fit in a megabyte"
+    assert frames[3]["type"] == "resync" and frames[3]["truncated"] is True and frames[3]["after"] == 3
+    assert await socket.receive_nothing(timeout=0.3)
+
+
 async def test_it_replays_a_short_gap_whole_without_a_truncated_notice(bob, direct_channel, enter):
     await database_sync_to_async(fill)(direct_channel, 1200)
     socket = await enter(bob, direct_channel)
