@@ -44,6 +44,7 @@ MAX_ATTEMPTS = 3
 STOP_CHECK_SECONDS = 0.5
 
 FAILED_UNEXPECTEDLY = "Something went wrong on our side while working on this. Please try again."
+CONVERSATION_ENDED = "Stopped: a new conversation was started while this was being answered."
 # An all-hands message the router found nobody needs to answer: the task is done, and says so.
 NOBODY_ANSWERED = "No one had anything to add."
 
@@ -141,6 +142,10 @@ def run_task(task_id: int, *, provider: Provider | None = None) -> Task | None:
     except Superseded:
         log.warning("task %s: attempt %s stalled past its lease and another took over; leaving it", task_id, task.attempts)
         return None
+    except services.SessionEnded:
+        # Someone started a new conversation while this one ran: its reply has nowhere to go.
+        log.info("task %s: its conversation was ended while it ran; stopped", task_id)
+        return finish(task, Task.Status.STOPPED, CONVERSATION_ENDED)
     except ProviderError as error:
         log.warning("task %s: the model call failed: %s", task_id, error)
         return finish(task, Task.Status.FAILED, error.user_message)

@@ -101,6 +101,16 @@ def test_a_model_failure_fails_the_task_with_a_message_the_user_understands(dire
     assert frames[-1] == {"type": "task", "id": done.pk, "turn": 1, "status": "failed", "error": done.error, "coworker": "mina"}
 
 
+def test_a_new_conversation_started_while_a_reply_runs_stops_it_and_says_why(direct_channel, frames, no_background, caplog):
+    task = posting.post_instruction(channel=direct_channel, text="Hello")
+    services.start_session(channel=direct_channel)  # "New conversation", from another tab
+
+    done = pipeline.run_task(task.pk, provider=ScriptedProvider([Reply("Hi there")]))
+
+    assert done.status == Task.Status.STOPPED and done.error == pipeline.CONVERSATION_ENDED
+    assert not [r for r in caplog.records if r.levelname == "ERROR"], "not a failure with a traceback"
+
+
 def test_the_partial_reply_of_a_broken_stream_is_kept(direct_channel, frames, no_background):
     task = posting.post_instruction(channel=direct_channel, text="Hello")
     broken = ProviderError("Could not reach Claude.", retryable=True)
