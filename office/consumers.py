@@ -8,9 +8,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import math
 import re
-import time
 from functools import partial
 from typing import Any
 
@@ -24,6 +22,7 @@ from sessions import nudge, pipeline, posting
 from sessions.models import Task
 
 from . import events, ratelimit, reading, regenerating, unavailable
+from .ratelimit import Bucket
 from .models import Channel
 from .origin import header
 
@@ -505,27 +504,6 @@ def stop_task(channel_id: int, task_id: int) -> bool:
         return False
     pipeline.request_stop(task)
     return True
-
-
-class Bucket:
-    """A token bucket of one socket's own (no cache round trip: it lives and dies with the socket)."""
-
-    def __init__(self, size: int, every: float, clock=time.monotonic) -> None:
-        self.size, self.every, self.clock = size, every, clock
-        self.tokens, self.at = float(size), clock()
-
-    def take(self) -> bool:
-        now = self.clock()
-        self.tokens = min(self.size, self.tokens + (now - self.at) / self.every)
-        self.at = now
-        if self.tokens < 1:
-            return False
-        self.tokens -= 1
-        return True
-
-    def wait(self) -> int:
-        """Whole seconds until the next token (at least 1)."""
-        return max(1, math.ceil((1 - self.tokens) * self.every))
 
 
 def _storable(text: str) -> bool:

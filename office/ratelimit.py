@@ -60,3 +60,25 @@ def wait_phrase(seconds: int) -> str:
     if seconds < 120:
         return f"{seconds} second{'s' if seconds != 1 else ''}"
     return f"{math.ceil(seconds / 60)} minutes"
+
+
+class Bucket:
+    """A token bucket in this process's memory (no cache round trip): one socket's frames, or one
+    person's handshakes in one process."""
+
+    def __init__(self, size: int, every: float, clock=time.monotonic) -> None:
+        self.size, self.every, self.clock = size, every, clock
+        self.tokens, self.at = float(size), clock()
+
+    def take(self) -> bool:
+        now = self.clock()
+        self.tokens = min(self.size, self.tokens + (now - self.at) / self.every)
+        self.at = now
+        if self.tokens < 1:
+            return False
+        self.tokens -= 1
+        return True
+
+    def wait(self) -> int:
+        """Whole seconds until the next token (at least 1)."""
+        return max(1, math.ceil((1 - self.tokens) * self.every))

@@ -6,6 +6,11 @@ re-join every 20 seconds and a database write when it closes, and 427 sockets of
 slowed every other person's handshakes. Past the limit the handshake is refused (the page
 backs off and tries again, 1 s, 2 s, 4 s … 30 s); the person's older sockets stay open.
 
+Handshakes are limited too, a burst of SOCKET_OPENS_BURST and then one every
+SOCKET_OPEN_SECONDS per person: 30 connect-and-close loops of one account (26 handshakes a
+second, each sending a session frame) slowed every other person's connects from 0.02 s to 1 s.
+A page opens two sockets per load and reconnects with backoff, far below it.
+
 Counted per process, in memory: a count that has to survive the process is not needed, since
 the sockets do not either.
 """
@@ -13,12 +18,35 @@ the sockets do not either.
 from __future__ import annotations
 
 import logging
+import time
 from collections import Counter
 
 from channels.security.websocket import WebsocketDenier
 from django.conf import settings
 
+from .ratelimit import Bucket
+
 log = logging.getLogger(__name__)
+
+
+SOCKET_OPENS_BURST = 30
+SOCKET_OPEN_SECONDS = 1.0
+# Buckets of people who last connected this long ago are full again: dropped, to stay small.
+_FORGET_AFTER = SOCKET_OPENS_BURST * SOCKET_OPEN_SECONDS
+_opens: dict[int, Bucket] = {}  # each person's handshakes in this process
+
+
+def forget_handshakes() -> None:
+    """Every person starts with a full burst again (tests: each has its own people)."""
+    _opens.clear()
+
+
+def _may_open(person: int) -> bool:
+    now = time.monotonic()
+    if len(_opens) > 1_000:
+        for who in [who for who, bucket in _opens.items() if now - bucket.at >= _FORGET_AFTER]:
+            del _opens[who]
+    return _opens.setdefault(person, Bucket(SOCKET_OPENS_BURST, SOCKET_OPEN_SECONDS)).take()
 
 
 class SocketsPerPerson:
@@ -36,6 +64,9 @@ class SocketsPerPerson:
         limit = settings.SOCKETS_PER_PERSON
         if self.open[person] >= limit:
             log.warning("refused a websocket of user %s: %d open in this process already", person, limit)
+            return await WebsocketDenier()(scope, receive, send)
+        if not _may_open(person):
+            log.warning("refused a websocket of user %s: connecting faster than %d a burst", person, SOCKET_OPENS_BURST)
             return await WebsocketDenier()(scope, receive, send)
         self.open[person] += 1
         try:

@@ -98,6 +98,16 @@ def no_job_outlives_its_test():
 
 
 @pytest.fixture(autouse=True)
+def full_handshake_bursts():
+    """Each process counts a person's websocket handshakes (office.socket_limit); SQLite gives the
+    next test's people the ids of the last one's."""
+    from office import socket_limit
+
+    socket_limit.forget_handshakes()
+    yield
+
+
+@pytest.fixture(autouse=True)
 def no_vectors_from_another_test():
     """Each process keeps the vectors of the channels it searched (sessions.vectors); a test's
     database is new, and SQLite gives a rolled-back test's ids to the next one."""

@@ -217,6 +217,23 @@ async def test_one_person_holds_at_most_sockets_per_person_and_others_are_not_he
 
 
 @pytest.mark.asyncio
+async def test_one_person_connecting_in_a_storm_is_refused_past_a_burst_and_others_are_not(
+    alice, bob, direct_channel, enter, sockets, cookie, nudge_checks, monkeypatch
+):
+    from office import socket_limit
+
+    monkeypatch.setattr(socket_limit, "SOCKET_OPENS_BURST", 4)
+    monkeypatch.setattr(socket_limit, "SOCKET_OPEN_SECONDS", 60.0)
+    for _ in range(4):
+        socket, _ = await enter(bob, direct_channel)
+        await socket.disconnect()  # connect and close, again and again
+
+    storm = sockets(direct_channel.pk, await sync_to_async(cookie)(bob))
+    assert not (await storm.connect())[0], "the fifth handshake of the burst is refused"
+    await enter(alice, direct_channel)  # someone else connects as usual
+
+
+@pytest.mark.asyncio
 async def test_frames_carry_chinese_as_utf_8_not_as_six_byte_escapes(bob, direct_channel, enter, nudge_checks):
     socket, _ = await enter(bob, direct_channel)
 
