@@ -111,7 +111,7 @@ function userElement(message, html) {
     // The words as typed (data-content): retry and the past-conversation title read them, not the rendered text.
     { class: "msg user", id: message.id ? `m-${message.id}` : null, dataset: { id: message.id, turn: message.turn, role: "user", content: message.content } },
     // An instruction the person did not type (a handoff, a meeting's follow-up) names who wrote it.
-    el("div", { class: "avatar sm me-avatar", "aria-hidden": "true", text: message.sent_by ? message.sent_by[0].toUpperCase() : (document.querySelector(".signout .me")?.textContent || "Y").trim() }),
+    el("div", { class: "avatar sm me-avatar", "aria-hidden": "true", text: message.sent_by ? "↪" : (document.querySelector(".signout .me")?.textContent || "Y").trim() }),
     el(
       "div",
       { class: "bubble" },

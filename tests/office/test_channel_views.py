@@ -237,6 +237,7 @@ def test_a_follow_up_opens_in_its_owners_1_1_and_links_back_to_the_meeting(clien
     assert "Follow-up from the meeting “Launch sync”: I'll fix the invite link on mobile by Friday." in page
     assert f'From the meeting <a href="{reverse("channel", args=[channel.pk])}">Launch sync</a>' in page
     assert '<span class="who">Meeting follow-up</span>' in page, "not labelled as typed by the person"
+    assert 'me-avatar" aria-hidden="true">↪</div>' in page, "nor an initial that reads like a coworker's (M for Mina)"
 
 
 def test_a_follow_up_link_still_opens_it_after_a_new_conversation(client, finished_meeting, theo):
