@@ -287,7 +287,7 @@ def _bridged(session: Session, best: tuple[int, int], asked: set[str], through: 
         for name in summarize.names(said)
         for term in relevance.search_terms(name)
     } - asked
-    counts = search.word_counts(sorted(named))
+    counts = search.word_counts(sorted(named)[: search.QUERY_WORDS_WEIGHED])  # bounded, as a question's are
     rare = sorted((n, w) for w, n in counts.items() if 2 <= n <= search.COMMON_WORD_MESSAGES)
     terms = [search.unscoped(w) for _, w in rare[:BRIDGE_WORDS]]
     hits = search.search_words(
