@@ -50,12 +50,19 @@ def stop_background_work_on_shutdown() -> None:
 stop_background_work_on_shutdown()
 
 
+def _served_by_daphne() -> bool:
+    # The daphne command (`make run`, or `python -m daphne`), not a test or a management command
+    # that imports this module: daphne.server is imported by its app config in every process.
+    command = os.path.normpath(sys.argv[0]) if sys.argv else ""
+    return os.path.basename(command) == "daphne" or command.endswith(os.path.join("daphne", "__main__.py"))
+
+
 def sweep_lost_work_in_process() -> None:
     """Celery beat sends lost work again in production (sessions.tasks.requeue_stalled_tasks); the
     embedded server has no beat, so it does the same itself: at start and every
     REQUEUE_EVERY_SECONDS. A reply cut off by a restart is resumed when the server is back, not
     when the person next writes in that conversation."""
-    if "daphne.server" not in sys.modules or settings.BACKGROUND_WORK == "celery":
+    if not _served_by_daphne() or settings.BACKGROUND_WORK == "celery":
         return
     from sessions.tasks import requeue_stalled_tasks
 

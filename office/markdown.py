@@ -48,16 +48,17 @@ MAX_HIGHLIGHT_CHARS = 20_000
 # And in time: several lexers are quadratic in plain input (C#'s on "a\n" repeated took 46 s for
 # 19,000 characters; C, C++ and Java on blank lines, make on "0"), and a render holds a thread the
 # sockets share. Past this many seconds a message's code stays plain code; the tokens are counted
-# out as they come, so it stops within a token or so of the limit.
+# out as they come, so it stops within a token or so of the limit. (ini and console are not
+# highlighted at all: one token of theirs can take seconds, '= ' repeated 9,999 times 5.5 s.)
 MAX_HIGHLIGHT_SECONDS = 0.25
 _CHECK_EVERY = 32  # tokens between looks at the clock
 # The languages people ask a coworker about, by the names (and aliases) fences use. Other names stay
 # plain code: fewer lexers, fewer regular expressions anyone can feed text to.
 HIGHLIGHTED = {
-    "bash", "sh", "shell", "zsh", "console", "c", "cpp", "c++", "csharp", "c#", "cs", "css", "diff", "patch",
+    "bash", "sh", "shell", "zsh", "c", "cpp", "c++", "csharp", "c#", "cs", "css", "diff", "patch",
     "go", "golang", "html", "xml", "java", "javascript", "js", "jsx", "json", "kotlin", "markdown", "md",
     "php", "python", "py", "python3", "ruby", "rb", "rust", "rs", "scss", "sql", "swift", "toml",
-    "typescript", "ts", "tsx", "yaml", "yml", "ini", "dockerfile", "docker", "make", "makefile",
+    "typescript", "ts", "tsx", "yaml", "yml", "dockerfile", "docker", "make", "makefile",
 }  # fmt: skip
 # Pygments' token classes ("k" keyword, "s2" string, "c1" comment…): what its HTML may carry.
 TOKEN_CLASSES = {name for name in STANDARD_TYPES.values() if name}

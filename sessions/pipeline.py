@@ -31,7 +31,7 @@ from office.models import Channel
 
 from . import context, meetings, prompts, services, spending, stops, vectors
 from .deltas import DeltaBatcher
-from .models import Message, Task
+from .models import Message, Session, Task
 from .posting import post_message, task_json
 
 log = logging.getLogger(__name__)
@@ -83,7 +83,8 @@ def stalled_tasks(now, *, queued_for: timedelta, limit: int = 500) -> list[int]:
     """Tasks nobody seems to be working on, anywhere: queued for longer than `queued_for` (their
     delivery was lost: the broker restarted, or was unreachable when the task was stored), or
     running on a lease that ran out. Sending one again is harmless: the claim decides."""
-    unfinished = Task.objects.order_by("created_at")
+    # Of conversations still going on: a task of one that was ended has nowhere to put its reply.
+    unfinished = Task.objects.filter(session__status=Session.Status.ACTIVE).order_by("created_at")
     queued = unfinished.filter(status=Task.Status.QUEUED, created_at__lt=now - queued_for)
     stale = unfinished.filter(status=Task.Status.RUNNING, lease_until__lt=now)
     return list(queued.values_list("pk", flat=True)[:limit]) + list(stale.values_list("pk", flat=True)[:limit])

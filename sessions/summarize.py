@@ -58,7 +58,7 @@ FACT = re.compile(
 QUESTION = re.compile(r"[?？][\"'”’」)]*\s*$|[嗎呢][。！!]?\s*$")
 UNSURE = re.compile(
     r"\b(?:not sure|don't know|do not know|unclear|tbd|to be (?:decided|determined|confirmed)|need to check"
-    r"|no idea)\b|不確定|不知道|待定|需要確認|還不清楚|未定",
+    r"|no idea|nothing yet|no news|still waiting|haven't heard|not yet)\b|不確定|不知道|待定|需要確認|還不清楚|未定|還沒有消息|還在等",
     re.I,
 )
 REASON = re.compile(r"^(?:because|since|this is because|that's because|the reason|因為|由於|原因是)", re.I)
@@ -583,8 +583,8 @@ def _fold_task(task: TaskRecords, sections: Sections, *, multi_speaker: bool) ->
 # "You'd like me to draft the launch email — here it is: …": a reply that says the request back
 # before answering it. What follows the dash is the answer; the request is the task's topic.
 _RESTATED = re.compile(
-    r"^(?:so\s+)?(?:you'd like me to|you would like me to|you want me to|you asked me to|you're asking me to)\b[^—–]*(?:[—–]+\s*|$)"
-    r"|^(?:所以)?你(?:是)?(?:要|想要|希望|想)我[^—]*(?:—+|$)",
+    r"^(?:so\s+)?(?:you'd like me to|you would like me to|you want me to|you asked me to|you're asking me to)\b[^—–]*[—–]+\s*"
+    r"|^(?:所以)?你(?:是)?(?:要|想要|希望|想)我[^—]*—+",
     re.I,
 )
 

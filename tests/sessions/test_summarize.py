@@ -142,6 +142,18 @@ def test_a_question_that_is_all_the_person_said_is_answered_by_its_reply_in_any_
     assert section(summary, "Open questions") == "- (task 3) Who is on call this weekend?"
 
 
+def test_a_reply_that_says_the_request_back_without_a_dash_is_kept_whole_and_nothing_yet_is_no_answer():
+    summary = fold(
+        "",
+        task(1, ("user", "Can you check the Lisbon hotel?"),
+             ("assistant", "You want me to check the Lisbon hotel: it's the Pestana, booked for May 4 at $180 a night.")),
+        task(2, ("user", "Any news from HR?"), ("assistant", "Nothing yet on my side, still waiting for Ravi.")),
+    )
+
+    assert "Pestana, booked for May 4 at $180" in summary
+    assert "Any news from HR?" in section(summary, "Open questions")
+
+
 def test_it_keeps_the_newest_decision_and_drops_the_oldest_fact_first_over_budget():
     tasks = [
         task(1, ("user", "The old logo used 3 colours and 2 fonts."), ("assistant", "Noted the 3 colours.")),
