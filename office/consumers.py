@@ -338,13 +338,14 @@ class ChannelConsumer(StaysJoined):
                 "rate_limited",
                 f"Too many resyncs on this connection; try again in {ratelimit.wait_phrase(self.resyncs.wait())}.",
             )
-        batch = await database_off_shared_thread(events.events_after)(self.channel_id, after, RESYNC_MAX_EVENTS + 1)
-        replayed = events.oldest_within(batch[:RESYNC_MAX_EVENTS], RESYNC_MAX_BYTES)
+        replayed, more = await database_off_shared_thread(events.replay_after)(
+            self.channel_id, after, RESYNC_MAX_EVENTS, RESYNC_MAX_BYTES
+        )
         for frame in replayed:
             # Sent even if this socket sent it before: the client asked for everything after `after`.
             await self.send_json(frame)
             self.next_seq = max(self.next_seq, frame["seq"] + 1)
-        if len(replayed) < len(batch):
+        if more:
             # More than one replay's worth behind: reloading the page is cheaper for both ends.
             await self.send_json(
                 {

@@ -145,6 +145,38 @@ def events_after(channel_id: int, after: int, limit: int = 500) -> list[dict]:
     return [{"type": row.type, **row.payload, "seq": row.seq} for row in rows]
 
 
+# How far the stored JSON's length may undercount the bytes sent (three bytes per CJK character
+# stored raw on PostgreSQL) before replay_after stops loading rows to cut from.
+STORED_SIZE_SLACK = 3
+
+
+def replay_after(channel_id: int, after: int, max_events: int, max_bytes: int) -> tuple[list[dict], bool]:
+    """What a resync replays: the oldest events with seq > `after` that fit in `max_events` and in
+    `max_bytes` as sent, and whether more are stored past them.
+
+    The rows' stored sizes are read first, so a channel of large events never loads more than about
+    STORED_SIZE_SLACK times the budget: the stored JSON is only an estimate of the bytes sent (ASCII
+    escapes on SQLite, raw characters on PostgreSQL), and the exact cut is made on what is loaded.
+    """
+    from django.db.models import TextField
+    from django.db.models.functions import Cast, Length
+
+    from .models import ChannelEvent
+
+    stored = ChannelEvent.objects.filter(channel_id=channel_id, seq__gt=after).order_by("seq")
+    sizes = list(stored.annotate(size=Length(Cast("payload", TextField()))).values_list("seq", "size")[: max_events + 1])
+    last, used = after, 0
+    for seq, size in sizes[:max_events]:
+        used += size or 0
+        if used > max_bytes * STORED_SIZE_SLACK:
+            break
+        last = seq
+    rows = stored.filter(seq__lte=last)
+    frames = oldest_within([{"type": row.type, **row.payload, "seq": row.seq} for row in rows], max_bytes)
+    return frames, len(frames) < len(sizes)
+
+
+
 def last_seq(channel_id: int) -> int:
     from .models import Channel
 
@@ -153,28 +185,23 @@ def last_seq(channel_id: int) -> int:
 
 def oldest_within(items: list[dict], budget: int) -> list[dict]:
     """The oldest of these (oldest first) whose JSON fits in `budget` bytes together, as sent."""
-    kept, used = 0, 0
-    for item in items:
-        used += _sent_bytes(item)
-        if used > budget:
-            break
-        kept += 1
-    return items[:kept]
-
-
-def _sent_bytes(item: dict) -> int:
-    return len(json.dumps(item, ensure_ascii=False).encode("utf-8", "surrogatepass"))
+    return items[: _fitting(items, budget)]
 
 
 def newest_within(items: list[dict], budget: int) -> list[dict]:
     """The newest of these (oldest first) whose JSON fits in `budget` bytes together, as sent."""
+    return items[len(items) - _fitting(reversed(items), budget) :]
+
+
+def _fitting(items, budget: int) -> int:
+    """How many of `items`, taken in the order given, fit in `budget` bytes as sent."""
     kept, used = 0, 0
-    for item in reversed(items):
-        used += _sent_bytes(item)
+    for item in items:
+        used += len(json.dumps(item, ensure_ascii=False).encode("utf-8", "surrogatepass"))
         if used > budget:
             break
         kept += 1
-    return items[len(items) - kept :]
+    return kept
 
 
 def session_frame(channel_id: int, *, limit: int = SESSION_MESSAGES) -> dict:

@@ -6,7 +6,7 @@ import threading
 import pytest
 from django.db import connections, transaction
 
-from office import events
+from office import consumers, events
 from office.models import Channel, ChannelEvent
 from sessions import posting, services
 from sessions.models import Message
@@ -216,3 +216,29 @@ def test_a_session_of_long_chinese_replies_still_fits_one_frame_with_its_newest_
     assert len(json.dumps(frame, ensure_ascii=False).encode()) < 1024 * 1024
     assert frame["messages"][-1]["message"]["id"] == str(reply.pk), "the newest message is shown"
     assert frame["messages"][-2]["message"]["content"].endswith("25")
+
+
+def test_a_replay_of_large_events_loads_only_about_what_it_sends(direct_channel, monkeypatch):
+    """Sizes are read first: 200 events of 300 KB (60 MB) are not loaded to send three of them."""
+    ChannelEvent.objects.bulk_create(
+        ChannelEvent(channel=direct_channel, seq=seq, type="task", payload={"id": seq, "html": "x" * 300_000})
+        for seq in range(1, 201)
+    )
+    loaded = []
+    built = ChannelEvent.from_db.__func__
+    monkeypatch.setattr(ChannelEvent, "from_db", classmethod(lambda cls, *a: loaded.append(1) or built(cls, *a)))
+
+    frames, more = events.replay_after(direct_channel.pk, 0, consumers.RESYNC_MAX_EVENTS, consumers.RESYNC_MAX_BYTES)
+
+    assert [frame["seq"] for frame in frames] == [1, 2, 3] and more
+    assert len(loaded) <= 3 * events.STORED_SIZE_SLACK + 1, f"{len(loaded)} rows of 300 KB loaded to send three"
+
+
+def test_a_replay_that_fits_says_nothing_more_is_stored(direct_channel):
+    ChannelEvent.objects.bulk_create(
+        ChannelEvent(channel=direct_channel, seq=seq, type="task", payload={"id": seq}) for seq in range(1, 8)
+    )
+
+    frames, more = events.replay_after(direct_channel.pk, 2, consumers.RESYNC_MAX_EVENTS, consumers.RESYNC_MAX_BYTES)
+
+    assert [frame["seq"] for frame in frames] == [3, 4, 5, 6, 7] and not more
