@@ -142,7 +142,11 @@ def events_after(channel_id: int, after: int, limit: int = 500) -> list[dict]:
     from .models import ChannelEvent
 
     rows = ChannelEvent.objects.filter(channel_id=channel_id, seq__gt=after).order_by("seq")[:limit]
-    return [{"type": row.type, **row.payload, "seq": row.seq} for row in rows]
+    return [_as_sent(row) for row in rows]
+
+
+def _as_sent(row) -> dict:
+    return {"type": row.type, **row.payload, "seq": row.seq}
 
 
 # How far the stored JSON's length may undercount the bytes sent (three bytes per CJK character
@@ -172,9 +176,8 @@ def replay_after(channel_id: int, after: int, max_events: int, max_bytes: int) -
             break
         last = seq
     rows = stored.filter(seq__lte=last)
-    frames = oldest_within([{"type": row.type, **row.payload, "seq": row.seq} for row in rows], max_bytes)
+    frames = oldest_within([_as_sent(row) for row in rows], max_bytes)
     return frames, len(frames) < len(sizes)
-
 
 
 def last_seq(channel_id: int) -> int:
