@@ -13,6 +13,7 @@ from functools import partial
 from typing import Any
 
 from asgiref.sync import sync_to_async
+from autobahn.exception import Disconnected
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 from django.conf import settings
@@ -100,6 +101,14 @@ class StaysJoined(AsyncJsonWebsocketConsumer):
         except UnicodeEncodeError:
             return json.dumps(content)
         return text
+
+    async def send_json(self, content: Any, close: bool = False) -> None:
+        try:
+            await super().send_json(content, close=close)
+        except Disconnected:
+            # The browser's close handshake has begun, and Daphne has not yet told this consumer
+            # (its disconnect comes next): a frame on its way has no one to go to. Not an error.
+            log.debug("a frame for a closing socket of %s was dropped", self.group)
 
     async def __call__(self, scope, receive, send) -> None:
         try:

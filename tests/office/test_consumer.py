@@ -735,3 +735,26 @@ async def test_what_a_tab_was_shown_live_counts_as_read_when_it_closes(bob, dire
 
     read = await ChannelRead.objects.aget(user=bob, channel=direct_channel)
     assert read.last_seen_seq == task["seq"]
+
+
+@pytest.mark.asyncio
+async def test_a_frame_for_a_socket_already_closing_is_dropped_without_an_error(caplog):
+    """Between a browser's close frame and the consumer's disconnect, Daphne refuses a send with
+    autobahn's Disconnected (a delta streamed then, or a stop's last events): the frame is dropped
+    and nothing reaches the log as an error."""
+    from autobahn.exception import Disconnected
+
+    from office.consumers import ChannelConsumer
+
+    sent: list[dict] = []
+
+    async def closing_socket(message: dict) -> None:
+        sent.append(message)
+        raise Disconnected("Attempt to send on a closed protocol")
+
+    consumer = ChannelConsumer()
+    consumer.base_send = closing_socket
+    await consumer.office_event({"event": {"type": "delta", "task": 1, "text": "on its way"}})
+
+    assert sent and json.loads(sent[0]["text"])["text"] == "on its way"
+    assert not [record for record in caplog.records if record.levelname in {"ERROR", "CRITICAL"}]
