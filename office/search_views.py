@@ -25,6 +25,7 @@ from sessions import relevance, search
 from sessions.models import Message, Session, Task
 from sessions.senders import coworker_names, sent_by
 
+from . import ratelimit
 from .models import Channel
 from .views import _prepare_history, _visible_channel, nudges_under_their_instruction, offices_of, plain_words, sidebar
 
@@ -33,18 +34,34 @@ QUERY_CHARS = 300
 SNIPPET_CHARS = 240
 # Opening a conversation at a message shows this many messages on either side of it.
 AROUND = 40
+# A search reads every channel the person can see: far more than a person types in a minute,
+# few enough that one script cannot keep the database busy for everyone else.
+SEARCHES_PER_MINUTE = 60
 
 
 @login_required
 def office_search(request: HttpRequest, slug: str) -> HttpResponse:
     office = get_object_or_404(offices_of(request.user), slug=slug)
     query = request.GET.get("q", "").strip()[:QUERY_CHARS]
-    results = found_messages(query, Channel.objects.visible_to(request.user).filter(office=office)) if query else []
-    return render(
+    refused, results = "", []
+    if query:
+        verdict = ratelimit.hit(f"search:{request.user.pk}", limit=SEARCHES_PER_MINUTE, period=60)
+        if verdict.allowed:
+            results = found_messages(query, Channel.objects.visible_to(request.user).filter(office=office))
+        else:
+            refused = (
+                f"You have searched {SEARCHES_PER_MINUTE} times in the last minute. "
+                f"Try again in {ratelimit.wait_phrase(verdict.retry_after)}."
+            )
+    response = render(
         request,
         "office/search.html",
-        {"office": office, "query": query, "results": results, "search_page": True, **sidebar(office, request.user)},
+        {"office": office, "query": query, "results": results, "refused": refused, "search_page": True, **sidebar(office, request.user)},
+        status=429 if refused else 200,
     )
+    if refused:
+        response["Retry-After"] = str(verdict.retry_after)
+    return response
 
 
 def found_messages(query: str, channels) -> list[dict]:

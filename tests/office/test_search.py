@@ -1,7 +1,10 @@
 """People's search box: members find what was said in the conversations they can see, highlighted,
 and open the conversation at that message; an outsider gets nothing and cannot tell what exists."""
 
+import types
+
 import pytest
+from django.core.cache import cache
 from django.test import Client
 from django.urls import reverse
 
@@ -9,6 +12,13 @@ from office.search_views import highlighted
 from sessions import services
 
 pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture(autouse=True)
+def fresh_rate_limits():
+    cache.clear()  # the per-person counters live in the cache, which outlives a test
+    yield
+    cache.clear()
 
 
 def said(channel, instruction: str, reply: str, coworker: str = "mina"):
@@ -110,3 +120,23 @@ def test_a_result_is_titled_by_its_channel_and_which_conversation(alice, office,
     assert f'<span class="result-where">{main_channel.name} · this conversation</span>' in html
     assert f"<h1>{main_channel.name} · this conversation</h1>" in opened
     assert "Earlier in the conversation with" not in opened and "# " not in opened.split("<h1>")[1].split("</h1>")[0]
+
+
+def test_a_person_searching_in_a_burst_is_told_to_wait_and_others_are_not(alice, bob, office, direct_channel, monkeypatch):
+    from office import ratelimit, search_views
+
+    said(direct_channel, "Where is the offsite?", "The offsite is at Lakeview Lodge.")
+    # The limiter's minute is a fixed window: a burst that straddles two would pass.
+    monkeypatch.setattr(ratelimit, "time", types.SimpleNamespace(time=lambda: 60 * 16_000 + 20.0))
+    monkeypatch.setattr(search_views, "SEARCHES_PER_MINUTE", 3)
+    client = signed_in(alice)
+    for _ in range(3):
+        assert "Lakeview" in search(client, office, "offsite").content.decode()
+
+    refused = search(client, office, "offsite")
+
+    assert refused.status_code == 429 and refused["Retry-After"] == "40"
+    html = refused.content.decode()
+    assert "You have searched 3 times in the last minute. Try again in 40 seconds." in html
+    assert "Lakeview" not in html
+    assert "Lakeview" in search(signed_in(bob), office, "offsite").content.decode()
