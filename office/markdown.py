@@ -21,6 +21,7 @@ rest stays plain code.
 from __future__ import annotations
 
 import html
+import re
 import threading
 import time
 
@@ -60,6 +61,14 @@ HIGHLIGHTED = {
     "php", "python", "py", "python3", "ruby", "rb", "rust", "rs", "scss", "sql", "swift", "toml",
     "typescript", "ts", "tsx", "yaml", "yml", "dockerfile", "docker", "make", "makefile",
 }  # fmt: skip
+# Combining marks stacked on one letter ("Zalgo" text: a letter with 50 accents) climb out of their
+# line over the messages around them. No writing system stacks more than a few of these generic
+# diacritics (Vietnamese two), so past MAX_STACKED_MARKS in a row the rest are not shown. Only the
+# generic blocks: Hebrew, Arabic and Indic marks are never touched. One character class, so linear.
+MAX_STACKED_MARKS = 4
+_STACKED_MARKS = re.compile(
+    "[\u0300-\u036f\u0483-\u0489\u1ab0-\u1aff\u1dc0-\u1dff\u20d0-\u20ff\ufe20-\ufe2f]{%d,}" % (MAX_STACKED_MARKS + 1)
+)
 # Pygments' token classes ("k" keyword, "s2" string, "c1" comment…): what its HTML may carry.
 TOKEN_CLASSES = {name for name in STANDARD_TYPES.values() if name}
 
@@ -158,10 +167,16 @@ def _plain(text: str) -> str:
     return "".join(f"<p>{part}</p>" for part in escaped if part)
 
 
+def few_marks(text: str) -> str:
+    """The text with at most MAX_STACKED_MARKS generic combining marks in a row."""
+    return _STACKED_MARKS.sub(lambda run: run.group()[:MAX_STACKED_MARKS], text)
+
+
 def render(text: str) -> str:
     """Sanitized HTML for a message's markdown; "" for no text. Safe to insert into a page as it is."""
     if not text or not text.strip():
         return ""
+    text = few_marks(text)
     if _too_costly(text):
         return _plain(text)
     _local.highlight_left = MAX_HIGHLIGHT_CHARS

@@ -26,7 +26,7 @@ from sessions.meetings import NOTES_MARK  # a meeting's notes: the one notice sh
 from sessions.models import MemoryItem, Message, Session, SummaryVersion, Task
 
 from . import presence, reading, report_text
-from .markdown import render as render_markdown
+from .markdown import few_marks, render as render_markdown
 from .models import Channel, Office
 from .rendering import html_of
 
@@ -343,7 +343,7 @@ def plain_words(markdown_text: str) -> str:
     backticks, code fences, a table's rules and bars), not the underscores inside a word."""
     lines = (line for line in markdown_text.split("\n") if not _table_rule(line))
     text = _FENCE_LINE.sub(" ", "\n".join(lines)).replace("|", " ")
-    return " ".join(_INLINE_MARKS.sub("", _LINE_MARKS.sub(" ", text)).split())
+    return " ".join(_INLINE_MARKS.sub("", _LINE_MARKS.sub(" ", few_marks(text))).split())
 
 
 def _table_rule(line: str) -> bool:

@@ -72,6 +72,17 @@ def test_it_shows_a_very_long_message_as_plain_text_with_its_line_breaks():
     assert html.startswith("<p>**not bold** &lt;b&gt;x&lt;/b&gt;<br>") and html.endswith("<p>last</p>")
 
 
+
+def test_a_letter_buried_in_stacked_accents_keeps_a_few_and_real_accents_are_untouched():
+    zalgo = "H" + "\u0301\u0316\u0350" * 30 + "i " + "e" + "\u0302\u0301" + " " + "\u05e9\u05c1\u05b8"  # Zalgo, then Vietnamese ế and Hebrew שָׁ decomposed
+    huge = markdown.render("a" + "\u0301" * 900_000)
+
+    html = markdown.render(zalgo)
+
+    assert html == "<p>H" + "\u0301\u0316\u0350\u0301" + "i e\u0302\u0301 \u05e9\u05c1\u05b8</p>"
+    assert huge == "<p>a" + "\u0301" * markdown.MAX_STACKED_MARKS + "</p>"
+    assert markdown.render("Ti\u1ebfng Vi\u1ec7t") == "<p>Ti\u1ebfng Vi\u1ec7t</p>"
+
 @pytest.fixture
 def renders(monkeypatch) -> list[bool]:
     """Every markdown render, with whether a transaction was open at that moment."""
