@@ -294,7 +294,7 @@ class ChannelConsumer(StaysJoined):
             # thread of its own; the reply itself is a background job, enqueued after commit.
             stored = await post_off_shared_thread(
                 channel_id=self.channel_id,
-                user_id=self.scope["user"].pk,
+                user=self.scope["user"],
                 text=text,
                 client_id=client_id,
                 language=self.language,
@@ -316,7 +316,7 @@ class ChannelConsumer(StaysJoined):
         # Off Channels' shared database thread for the same reason as an instruction: routing.
         stored = await regenerate_off_shared_thread(
             channel_id=self.channel_id,
-            user_id=self.scope["user"].pk,
+            user=self.scope["user"],
             turn=turn,
             language=self.language,
             after=self.next_seq - 1,
@@ -434,7 +434,7 @@ def is_office_member(user, office_id: int | None) -> bool:
     return Membership.objects.filter(user=user, office_id=office_id).exists()
 
 
-def post_instruction(*, channel_id: int, user_id: int, text: str, client_id: str, language: str, after: int) -> list[dict]:
+def post_instruction(*, channel_id: int, user, text: str, client_id: str, language: str, after: int) -> list[dict]:
     """Store the instruction; return the channel's stored events after seq `after` (its acknowledgement)."""
     try:
         channel = Channel.objects.select_related("office", "coworker").get(pk=channel_id)
@@ -445,7 +445,8 @@ def post_instruction(*, channel_id: int, user_id: int, text: str, client_id: str
             text=text,
             client_id=client_id,
             language=language,
-            admit=partial(check_instruction_rate, user_id),
+            person=user,
+            admit=partial(check_instruction_rate, user.pk),
         )
         return acknowledgement(events.events_after(channel_id, after, RESYNC_PAGE), task.pk)
     finally:
@@ -464,13 +465,13 @@ def acknowledgement(frames: list[dict], task_id: int) -> list[dict]:
     return frames
 
 
-def regenerate_reply(*, channel_id: int, user_id: int, turn: int, language: str, after: int) -> list[dict]:
+def regenerate_reply(*, channel_id: int, user, turn: int, language: str, after: int) -> list[dict]:
     """Ask the last task's instruction again (office.regenerating); its acknowledgement, as for an instruction."""
     try:
         channel = Channel.objects.select_related("office", "coworker").get(pk=channel_id)
         try:
             regenerating.regenerate(
-                channel=channel, turn=turn, language=language, admit=partial(check_instruction_rate, user_id)
+                channel=channel, turn=turn, language=language, person=user, admit=partial(check_instruction_rate, user.pk)
             )
         except posting.InstructionRejected as rejected:
             raise FrameError(rejected.code, rejected.detail) from None

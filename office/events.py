@@ -218,7 +218,7 @@ def session_frame(channel_id: int, *, limit: int = SESSION_MESSAGES) -> dict:
     from sessions import services
     from sessions.jsonl import record_to_dict
     from sessions.models import Message, Task
-    from sessions.senders import coworker_names, with_sender
+    from sessions.senders import coworker_names, needs_coworker_names, person_names, with_sender
 
     from .models import Channel, ChannelEvent
     from .rendering import html_of
@@ -239,7 +239,8 @@ def session_frame(channel_id: int, *, limit: int = SESSION_MESSAGES) -> dict:
     # An instruction the person did not type names who wrote it, as its live event did.
     asked = {row.turn for row in rows if row.role == Message.Role.USER}
     origins = dict(Task.objects.filter(session=session, turn__in=asked).values_list("turn", "origin")) if asked else {}
-    names = coworker_names(channel.office_id) if any(origins.values()) else {}
+    names = coworker_names(channel.office_id) if needs_coworker_names(origins.values()) else {}
+    people = person_names(origins.values())
     messages = []
     for row in rows:
         message_seq = carried.get(str(row.pk))
@@ -247,7 +248,7 @@ def session_frame(channel_id: int, *, limit: int = SESSION_MESSAGES) -> dict:
             continue
         messages.append(
             {
-                "message": with_sender(record_to_dict(services.record_from_row(row)), origins.get(row.turn), names),
+                "message": with_sender(record_to_dict(services.record_from_row(row)), origins.get(row.turn), names, people),
                 "html": html[str(row.pk)],
                 "seq": message_seq,
             }

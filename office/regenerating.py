@@ -21,7 +21,9 @@ def client_id_of(task: Task) -> str:
     return f"regenerate:{task.pk}"
 
 
-def regenerate(*, channel: Channel, turn: int, language: str = "en", admit: Callable[[], None] | None = None) -> Task:
+def regenerate(
+    *, channel: Channel, turn: int, language: str = "en", person=None, admit: Callable[[], None] | None = None
+) -> Task:
     """Post the instruction of the active session's task `turn` again, as a new task.
 
     Only the last task, once it has ended: an older one would be answered out of order, and a
@@ -52,5 +54,6 @@ def regenerate(*, channel: Channel, turn: int, language: str = "en", admit: Call
         client_id=client_id,
         language=language,
         origin={"regenerates": task.turn},
+        person=person,
         admit=admit,
     )

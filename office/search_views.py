@@ -23,7 +23,7 @@ from django.utils.safestring import SafeString, mark_safe
 
 from sessions import relevance, search
 from sessions.models import Message, Session, Task
-from sessions.senders import coworker_names, sent_by
+from sessions.senders import coworker_names, needs_coworker_names, person_names, written_by
 
 from . import ratelimit
 from .models import Channel
@@ -47,7 +47,7 @@ def office_search(request: HttpRequest, slug: str) -> HttpResponse:
     if query:
         verdict = ratelimit.hit(f"search:{request.user.pk}", limit=SEARCHES_PER_MINUTE, period=60)
         if verdict.allowed:
-            results = found_messages(query, Channel.objects.visible_to(request.user).filter(office=office))
+            results = found_messages(query, Channel.objects.visible_to(request.user).filter(office=office), viewer=request.user.pk)
         else:
             refused = (
                 f"You have searched {SEARCHES_PER_MINUTE} times in the last minute. "
@@ -64,7 +64,7 @@ def office_search(request: HttpRequest, slug: str) -> HttpResponse:
     return response
 
 
-def found_messages(query: str, channels) -> list[dict]:
+def found_messages(query: str, channels, *, viewer: int | None) -> list[dict]:
     """The messages of these channels that best match the query, best first, ready to show."""
     by_id = {c.pk: c for c in channels}
     hits = search.search(query, channel_ids=list(by_id), limit=RESULTS)
@@ -72,7 +72,8 @@ def found_messages(query: str, channels) -> list[dict]:
     messages = {str(m.pk): m for m in rows}
     coworkers = {c.slug: c.name for channel in by_id.values() for c in [channel.coworker] if c}
     origins = _instruction_origins([m for m in messages.values() if m.role == Message.Role.USER])
-    names = coworker_names(next(iter(by_id.values())).office_id) if any(origins.values()) else {}
+    names = coworker_names(next(iter(by_id.values())).office_id) if needs_coworker_names(origins.values()) else {}
+    people = person_names(origins.values())
     results = []
     for hit in hits:
         message = messages.get(hit.message_id)
@@ -83,7 +84,7 @@ def found_messages(query: str, channels) -> list[dict]:
             {
                 "message": message,
                 "channel": channel,
-                "speaker": _speaker(message, coworkers, sent_by(origins.get((message.session_id, message.turn)), names)),
+                "speaker": _speaker(message, coworkers, written_by(origins.get((message.session_id, message.turn)), names, people, viewer)),
                 # Plain words, as past conversations are previewed: a reply's markdown marks mean nothing in a line.
                 "snippet": highlighted(plain_words(_searchable(message)), hit.matched),
                 "active": message.session.status == Session.Status.ACTIVE,
@@ -151,7 +152,7 @@ def message_in_context(request: HttpRequest, channel_id: int, message_id: uuid.U
     session = target.session
     around = session.messages.filter(position__gte=target.position - AROUND, position__lte=target.position + AROUND)
     messages = nudges_under_their_instruction(list(around.order_by("position")))
-    _prepare_history(channel, session, messages)
+    _prepare_history(channel, session, messages, viewer=request.user.pk)
     return render(
         request,
         "office/message_context.html",

@@ -21,7 +21,7 @@ from django.urls import reverse
 from coworkers.routing import team_of
 from coworkers.providers import offline_responder_answers
 from sessions import relevance
-from sessions.senders import sent_by
+from sessions.senders import person_names, sent_by, written_by
 from sessions.meetings import NOTES_MARK  # a meeting's notes: the one notice shown formatted, with its links
 from sessions.models import MemoryItem, Message, Session, SummaryVersion, Task
 
@@ -93,7 +93,7 @@ def channel(request: HttpRequest, channel_id: int) -> HttpResponse:
             for t in session.tasks.filter(status__in=[Task.Status.QUEUED, Task.Status.RUNNING])
         ]
     messages = nudges_under_their_instruction(messages)
-    reports = _prepare_history(channel, session, messages)
+    reports = _prepare_history(channel, session, messages, viewer=request.user.pk)
     coworkers = list(channel.office.coworkers.all())
     page = {
         "channel": channel.pk,
@@ -152,7 +152,7 @@ def past_session(request: HttpRequest, channel_id: int, session_id: int) -> Http
     if session.status == Session.Status.ACTIVE:
         return redirect(channel)
     messages = nudges_under_their_instruction(newest_messages(session, PAST_MESSAGES_SHOWN))
-    _prepare_history(channel, session, messages)  # its context bars are rendered on the page
+    _prepare_history(channel, session, messages, viewer=request.user.pk)  # its context bars are rendered on the page
     past = _past_sessions(channel)
     first = next((m.content for m in messages if m.role == Message.Role.USER and m.turn == 1), "")
     title = next((s.title for s in past if s.pk == session.pk), "") or shorten(first, TITLE_CHARS)
@@ -367,7 +367,7 @@ def nudges_under_their_instruction(messages: list[Message]) -> list[Message]:
     return ordered
 
 
-def _prepare_history(channel: Channel, session: Session | None, messages: list[Message]) -> dict[str, dict]:
+def _prepare_history(channel: Channel, session: Session | None, messages: list[Message], *, viewer: int | None) -> dict[str, dict]:
     """Decorate messages for the template (speaker, rendered HTML, tool calls, context bar).
 
     Returns the context bars by turn, for the page script. Only the server's sanitized
@@ -394,6 +394,7 @@ def _prepare_history(channel: Channel, session: Session | None, messages: list[M
     html = html_of([m for m in messages if (m.role in (Message.Role.USER, Message.Role.ASSISTANT) and m.content) or _is_notes(m)])
     meeting_names = dict(Channel.objects.filter(office_id=channel.office_id, pk__in=meetings_of.values()).values_list("pk", "name"))
     names = {slug: c.name for slug, c in coworkers.items()}
+    people = person_names(origins.values())
     for message in messages:
         coworker = coworkers.get(message.coworker)
         # History keeps the slug it was written with; show today's name where there is one.
@@ -418,8 +419,11 @@ def _prepare_history(channel: Channel, session: Session | None, messages: list[M
             message.task_label = TASK_LABELS.get(message.task_status, "")
             if (meeting := meetings_of.get(message.turn)) in meeting_names:
                 message.meeting = {"name": meeting_names[meeting], "url": reverse("channel", args=[meeting])}
-            # Not typed by the person (a handoff, a meeting's follow-up): who wrote it, as live.
-            message.sent_by = sent_by(origins.get(message.turn), names)
+            # Not typed by this person (a handoff, a meeting's follow-up, someone else in a shared
+            # channel): who wrote it, as live; a coworker's or a meeting's shows as handed on.
+            origin = origins.get(message.turn)
+            message.sent_by = written_by(origin, names, people, viewer)
+            message.handed_on = bool(sent_by(origin, names))
         elif message.role == Message.Role.TOOL:
             message.tool_name = call_names.get(message.tool_call_id, "")
     return reports

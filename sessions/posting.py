@@ -51,6 +51,7 @@ def post_instruction(
     client_id: str = "",
     coworker: Coworker | None = None,
     origin: dict | None = None,
+    person=None,
     handed_off_from: Task | None = None,
     provider: Provider | None = None,
     language: str = "en",
@@ -59,6 +60,8 @@ def post_instruction(
     """Store an instruction as a new task of the channel's active session, show it, and announce it
     (`instruction_stored`), which starts the work.
 
+    `person` is the user who typed it (none for a coworker's handoff or a meeting's follow-up):
+    kept in the task's origin, so the others in a shared channel see who asked.
     A resend with the same `client_id` returns the task it already created. `language`
     is the one the long-conversation nudge is shown in, if this task makes it due.
     `admit` is called once the instruction is known to be new, before anything is
@@ -89,11 +92,14 @@ def post_instruction(
                 coworker=responders[0].slug if responders else "",
                 responders=[c.slug for c in responders],
                 client_id=client_id,
-                origin=origin or {},
+                origin={**(origin or {}), "person": person.pk} if person is not None else origin or {},
                 handed_off_from=handed_off_from,
             )
-            names = senders.coworker_names(channel.office_id) if task.origin else {}
-            events.send_event(channel.pk, "message", message=senders.with_sender(message_json(message), task.origin, names))
+            names = senders.coworker_names(channel.office_id) if senders.needs_coworker_names([task.origin]) else {}
+            message_payload = senders.with_sender(
+                message_json(message), task.origin, names, {person.pk: senders.display_name(person)} if person is not None else {}
+            )
+            events.send_event(channel.pk, "message", message=message_payload)
             events.send_event(channel.pk, "task", **task_json(task))
             instruction_stored.send(sender=Task, task=task, language=language)
         log.info("task %s (session %s, turn %s) stored in channel %s", task.pk, session.pk, task.turn, channel.pk)

@@ -99,6 +99,11 @@ function updateTaskCount(turn) {
 
 // Rendering records ---------------------------------------------------------------------------------
 
+function othersName(message) {
+  const author = message.author;
+  return author && String(author.id) !== document.body.dataset.me ? author.name || "" : "";
+}
+
 function userElement(message, html) {
   let text = el("div", { class: "text", text: message.content });
   if (typeof html === "string" && html) {
@@ -110,12 +115,13 @@ function userElement(message, html) {
     "article",
     // The words as typed (data-content): retry and the past-conversation title read them, not the rendered text.
     { class: "msg user", id: message.id ? `m-${message.id}` : null, dataset: { id: message.id, turn: message.turn, role: "user", content: message.content } },
-    // An instruction the person did not type (a handoff, a meeting's follow-up) names who wrote it.
-    el("div", { class: "avatar sm me-avatar", "aria-hidden": "true", text: message.sent_by ? "↪" : (document.querySelector(".signout .me")?.textContent || "Y").trim() }),
+    // An instruction the person did not type names who wrote it: a handoff or a meeting's follow-up
+    // (handed on), or someone else in a shared channel (by name; the frame says who, the page who is "You").
+    el("div", { class: "avatar sm me-avatar", "aria-hidden": "true", text: message.sent_by ? "↪" : (othersName(message) || document.querySelector(".signout .me")?.textContent || "Y").trim()[0].toUpperCase() }),
     el(
       "div",
       { class: "bubble" },
-      el("header", {}, el("span", { class: "who", text: message.sent_by || "You" }), " ", timeElement(message.created_at), el("span", { class: "task-state", "data-task-state": true })),
+      el("header", {}, el("span", { class: "who", text: message.sent_by || othersName(message) || "You" }), " ", timeElement(message.created_at), el("span", { class: "task-state", "data-task-state": true })),
       text,
     ),
   );

@@ -66,14 +66,14 @@ def browser(monkeypatch):
             chromium.close()
 
 
-def sign_in(browser, server: str, *, keep_csp: bool = False):
+def sign_in(browser, server: str, *, keep_csp: bool = False, username: str = "demo", password: str = "demo"):
     # Playwright's wait_for_function evaluates its predicate from a string, which the pages'
     # Content-Security-Policy forbids, so tests run without it; the first test keeps it.
     context = browser.new_context(viewport={"width": 1280, "height": 860}, bypass_csp=not keep_csp)
     page = context.new_page()
     page.goto(f"{server}/accounts/login/")
-    page.fill("#id_username", "demo")
-    page.fill("#id_password", "demo")
+    page.fill("#id_username", username)
+    page.fill("#id_password", password)
     page.click("button[type=submit]")
     page.wait_for_url(f"{server}/o/acme/")
     return context, page
@@ -230,3 +230,33 @@ def test_the_sidebar_shows_a_coworker_at_work_and_a_reply_elsewhere_without_a_re
     page.wait_for_timeout(300)
     assert main_link.locator(".unread").inner_text() == "1", "a reload shows the count the page counted live"
     context.close()
+
+
+def test_two_people_in_the_main_channel_each_see_you_on_their_own_words_and_a_name_on_the_others(server, demo, browser):
+    from django.contrib.auth.models import User
+
+    from office.models import Membership, Office
+
+    sam = User.objects.create_user("sam", password="sam-password", first_name="Sam", last_name="Ortiz")
+    Membership.objects.create(office=Office.objects.get(slug="acme"), user=sam, role=Membership.Role.MEMBER)
+    demos, demo_page = sign_in(browser, server)
+    sams, sam_page = sign_in(browser, server, username="sam", password="sam-password")
+    for page in (demo_page, sam_page):
+        open_channel(page, server, "main")
+
+    send(demo_page, "Who can book the offsite venue?")
+
+    seen_live = sam_page.locator(".msg.user:has-text('Who can book the offsite venue?')")
+    seen_live.wait_for(timeout=15_000)
+    assert seen_live.locator(".who").inner_text() == "demo"
+    assert seen_live.locator(".avatar").inner_text() == "D"
+    own = demo_page.locator(".msg.user:has-text('Who can book the offsite venue?')")
+    assert own.locator(".who").inner_text() == "You"
+    send(sam_page, "I can, on Friday.")
+    demo_page.locator(".msg.user:has-text('I can, on Friday.') .who:has-text('Sam Ortiz')").wait_for(timeout=15_000)
+    sam_page.reload()
+    sam_page.locator(".msg.user:has-text('I can, on Friday.') .who:has-text('You')").wait_for()
+    assert sam_page.locator(".msg.user:has-text('Who can book the offsite venue?') .who").inner_text() == "demo"
+    sam_page.screenshot(path=str(ARTIFACTS / "two-people.png"))
+    demos.close()
+    sams.close()

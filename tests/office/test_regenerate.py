@@ -50,7 +50,7 @@ async def test_regenerate_posts_the_same_instruction_as_a_new_task_and_keeps_the
     after = [(m.pk, m.content) async for m in Message.objects.order_by("position")]
     assert after[: len(before)] == before and len(after) == len(before) + 1
     regenerated = await Task.objects.aget(pk=task["id"])
-    assert regenerated.origin == {"regenerates": 1}
+    assert regenerated.origin == {"regenerates": 1, "person": bob.pk}  # asked again by bob
 
 
 @pytest.mark.asyncio
