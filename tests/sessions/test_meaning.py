@@ -41,6 +41,16 @@ def test_texts_that_mean_the_same_are_nearer_than_unrelated_ones():
     assert np.allclose(meaning.embed(exchanges[4:]), vectors_[4:], atol=1e-5), "the same vector alone or in a batch"
 
 
+
+def test_the_process_multiplies_on_one_blas_thread_also_after_an_encoding():
+    """Two BLAS threads on a busy two-core machine made a request's search by meaning 13 times
+    slower (see sessions/meaning.py); an encoding must not leave the process on two again."""
+    from threadpoolctl import threadpool_info
+
+    meaning.embed(["Where is the offsite?"])
+
+    assert {pool["num_threads"] for pool in threadpool_info() if pool["user_api"] == "blas"} == {1}
+
 def test_a_stored_vector_ranks_as_the_computed_one():
     computed = meaning.embed(["\n".join(PUPPIES), "\n".join(TOPICS[0])])
     stored = meaning.from_bytes([meaning.to_bytes(row) for row in computed])
