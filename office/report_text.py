@@ -106,8 +106,13 @@ def sentence(report: Mapping[str, Any], *, who: str) -> str:
         parts.append(f"the summary of {_tasks(range(1, through + 1))}")
     if carried_note(report):
         parts.append("a note carried over from your previous conversation")
-    if exchanges := len(recalled.get("exchanges") or ()) + int(recalled.get("kept_exchanges") or 0):
-        parts.append(f"{_count(exchanges, 'earlier exchange')} recalled for what you asked")
+    # Found for this message, and still shown from what was found for earlier tasks: the report's
+    # body lists the two apart ("Found for your message", "Recalled earlier, still shown").
+    found, kept = len(recalled.get("exchanges") or ()), int(recalled.get("kept_exchanges") or 0)
+    if found:
+        parts.append(f"{_count(found, 'earlier exchange')} recalled for what you asked")
+    if kept:
+        parts.append(f"{_count(kept, 'exchange' if found else 'earlier exchange')} recalled for earlier tasks")
     if not parts:
         return f"{who} saw only your message: there was nothing earlier to show."
     return f"{who} saw {_join(parts)}."

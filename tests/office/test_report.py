@@ -45,6 +45,18 @@ def test_the_sentence_names_what_the_bar_shows():
     )
 
 
+
+def test_the_sentence_tells_what_was_found_for_this_message_from_what_was_kept_for_earlier_ones():
+    kept_only = a_report(recalled={"chars": 900, "exchanges": [], "kept_exchanges": 4}, recent={"chars": 900, "tasks": [7]})
+    both = a_report(recalled={"chars": 900, "exchanges": [{"turn": 2}], "kept_exchanges": 3})
+
+    assert report_text.sentence(kept_only, who="Mina") == (
+        "Mina saw your last task in full and 4 earlier exchanges recalled for earlier tasks."
+    )
+    assert report_text.sentence(both, who="Mina") == (
+        "Mina saw 1 earlier exchange recalled for what you asked and 3 exchanges recalled for earlier tasks."
+    )
+
 def test_after_a_new_conversation_the_summary_is_the_carried_note_not_no_summary():
     report = a_report(summary={"chars": 805, "carried_note": True})
 
