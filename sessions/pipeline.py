@@ -263,9 +263,11 @@ def work_as(task: Task, slug: str, provider: Provider) -> str:
             raise Interrupted() if stopped.interrupted else Superseded()
         renew_lease(task)
         store_reply(task, slug, completion, provider, coworker=coworker)
-        if completion.stop_reason == "stopped" or stopped():
+        if completion.stop_reason == "stopped":
             return stopped.outcome()
         if not completion.tool_calls:
+            # The reply is whole and stored: a stop asked for while it was being stored came too
+            # late to cut anything, and "Stopped" over a finished reply would not be true.
             return Task.Status.DONE
         for call in completion.tool_calls:
             if stopped():

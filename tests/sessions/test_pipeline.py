@@ -90,6 +90,25 @@ def test_stop_ends_the_work_on_the_server_and_keeps_what_was_said(direct_channel
     assert 0 < len(kept) < len("word " * 200)
 
 
+
+def test_a_stop_that_comes_once_the_reply_is_whole_leaves_it_done(direct_channel, frames, no_background):
+    """Stop clicked as the last words arrive: the whole reply is there, so the task is done, not
+    "Stopped" over a finished reply."""
+    task = posting.post_instruction(channel=direct_channel, text="Name our launch")
+    provider = ScriptedProvider([Reply("Call it Spring Forward.")])
+    streamed = provider.complete
+
+    def then_stop_clicked(request, *, on_text=None, should_stop=None):
+        completion = streamed(request, on_text=on_text, should_stop=should_stop)
+        assert pipeline.request_stop(Task.objects.get(pk=task.pk))
+        return completion
+
+    provider.complete = then_stop_clicked
+    done = pipeline.run_task(task.pk, provider=provider)
+
+    assert done.status == Task.Status.DONE
+    assert services.task_messages(done.session, turn=done.turn).get(role="assistant").content == "Call it Spring Forward."
+
 def test_a_model_failure_fails_the_task_with_a_message_the_user_understands(direct_channel, frames, no_background):
     task = posting.post_instruction(channel=direct_channel, text="Hello")
     failure = ProviderError("Claude is overloaded right now. Try again shortly.", retryable=True)
