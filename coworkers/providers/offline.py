@@ -343,10 +343,16 @@ def _said_lines(text: str, source: str) -> Iterator[_Line]:
         sentence = sentence.strip()
         if sentence in leads or sentence in code_lines:
             continue  # said with its code already, or code itself
-        first = sentence.split(" ", 1)[0].lower().strip(",:;")
-        if first in PAST or _REQUEST_START.match(sentence) or not states_fact(sentence):
+        if asks_for_work(sentence) or _REQUEST_START.match(sentence) or not states_fact(sentence):
             continue
         yield _Line(sentence, source)
+
+
+def asks_for_work(sentence: str) -> bool:
+    """Does it open with a verb of work ("Draft…", "Summarise…", "Analyse…"): a request, not news?
+    British spellings count as the American ones summarize.PAST lists."""
+    first = (sentence.split(maxsplit=1) or [""])[0].lower().strip(",:;.!")
+    return first in PAST or (first.endswith(("ise", "yse")) and first[:-2] + "ze" in PAST)
 
 
 def _is_context_block(message: BaseMessage) -> bool:
@@ -500,7 +506,9 @@ def _noted(instruction: str, said_here: str, chinese: bool) -> str | None:
     noted." when the memory extractor will keep it after the task, else a plain thanks. None for a
     question or a request, which the acknowledgement would not answer."""
     sentences = [sentence.strip() for sentence in split_sentences(instruction) if sentence.strip()]
-    if not sentences or any(QUESTION.search(s) or _REQUEST_START.match(s) or _ASKS.search(s) for s in sentences):
+    if not sentences or any(
+        QUESTION.search(s) or _REQUEST_START.match(s) or _ASKS.search(s) or asks_for_work(s) for s in sentences
+    ):
         return None
     if not any(states_fact(strip_chatter(s)) for s in sentences):
         return None  # "ok thanks", "hello there": nothing was stated

@@ -323,7 +323,8 @@ def test_news_the_person_states_is_acknowledged_not_answered_with_nothing():
     assert reply("產品發表會訂在五月四日。") == THANKS_ZH
     assert reply("Is the beta live? It should be.") == NOTHING_YET, "a question is not news"
     for asked in ("where is the staging server", "is the launch still on Friday", "Send Sam the launch plan",
-                  "I need the Q3 revenue numbers by Monday"):
+                  "I need the Q3 revenue numbers by Monday", "Summarise everything you know about logistics",
+                  "Analyse the churn figures for the board"):
         assert reply(asked) == NOTHING_YET, f"{asked!r} asks, without a question mark"
     assert reply("預算是多少") == NOTHING_YET_ZH, "asks, without a question mark, in Chinese"
 
