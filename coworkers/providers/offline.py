@@ -234,14 +234,37 @@ _SOURCES_ZH = {
     SAID_EARLIER: "你之前說的",
     SAID_BEFORE: "你在之前的對話說的",
 }
-_SAID_ON = re.compile(r"^you said this on ([A-Z][a-z]{2}) (\d{1,2})$")
+_SAID_ON = re.compile(r"^(.+?) said this on ([A-Z][a-z]{2}) (\d{1,2})$")
+_SAID_BY = re.compile(r"^(.+?) said this (earlier|in an earlier conversation)$")
+_FROM_MEETING = re.compile(r"^from the meeting “(.+)”$")
+# An instruction no person typed starts by saying who sent it (coworkers.tools' handoff,
+# sessions.meetings' follow-up): quoted back, it is theirs, not "you said this".
+_HANDED_ON = re.compile(r"^(?:Handoff from (?P<by>[^:\n]{1,60}): |Follow-up from the meeting “(?P<meeting>[^”\n]{1,100})”: )")
 
 
 def _source_in_chinese(source: str) -> str:
     """A line's source for a reply in Chinese: "you said this on Dec 1" is "你在12月1日說的"."""
+    if source in _SOURCES_ZH:
+        return _SOURCES_ZH[source]
     if said := _SAID_ON.match(source):
-        return f"你在{datetime.strptime(said.group(1), '%b').month}月{said.group(2)}日說的"
-    return _SOURCES_ZH.get(source, source)
+        who = "你" if said.group(1) == "you" else said.group(1)
+        return f"{who}在{datetime.strptime(said.group(2), '%b').month}月{said.group(3)}日說的"
+    if said := _SAID_BY.match(source):
+        return f"{said.group(1)}{'之前說的' if said.group(2) == 'earlier' else '在之前的對話說的'}"
+    if meeting := _FROM_MEETING.match(source):
+        return f"來自會議「{meeting.group(1)}」"
+    return source
+
+
+def _handed_on(text: str, source: str) -> tuple[str, str]:
+    """The words of an instruction a coworker or a meeting sent, and their source ("Mina said this
+    on Dec 3", "from the meeting “Launch”"); the text and source unchanged for a person's own."""
+    match = _HANDED_ON.match(text)
+    if match is None:
+        return text, source
+    if match["meeting"]:
+        return text[match.end():], f"from the meeting “{match['meeting']}”"
+    return text[match.end():], re.sub(r"^you said", f"{match['by']} said", source)
 
 
 def _said_on(day: str) -> str:
@@ -331,6 +354,7 @@ def _context_lines(text: str) -> Iterator[_Line]:
 def _said_lines(text: str, source: str) -> Iterator[_Line]:
     """The sentences of what a person said that state something (not questions, not requests), and
     the code blocks they wrote, each under the sentence that led into it."""
+    text, source = _handed_on(text, source)
     leads, code_lines = set(), set()
     for before, language, code in _code_blocks(text):
         code_lines.update(split_sentences(code))

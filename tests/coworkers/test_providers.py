@@ -222,6 +222,24 @@ def test_it_answers_from_a_summary_decision_and_says_it_is_from_the_summary():
     assert "task" not in completion.text, "people never see task numbers"
 
 
+
+def test_what_a_coworker_handed_on_or_a_meeting_sent_is_theirs_not_what_you_said():
+    earlier = (
+        HumanMessage("Handoff from Mina: The pricing page goes live on May 4."),
+        AIMessage("On it."),
+        HumanMessage("Follow-up from the meeting “Launch go/no-go”: The press release goes out on May 5."),
+        AIMessage("Will do."),
+    )
+    payload = {"turns": [3, 4], "said_on": ["2026-12-03", "2026-12-03"]}
+
+    pricing = OfflineResponder().complete(ask("When does the pricing page go live?", *earlier, payload=payload))
+    press = OfflineResponder().complete(ask("When does the press release go out?", *earlier, payload=payload))
+    in_chinese = OfflineResponder().complete(ask("pricing page 什麼時候上線？", *earlier, payload=payload))
+
+    assert pricing.text == f"{FOUND}\n\n- The pricing page goes live on May 4 (Mina said this on Dec 3)"
+    assert press.text == f"{FOUND}\n\n- The press release goes out on May 5 (from the meeting “Launch go/no-go”)"
+    assert "（Mina在12月3日說的）" in in_chinese.text
+
 def test_it_answers_from_what_a_person_said_never_from_a_reply():
     earlier = (
         HumanMessage("The landing page goes live on May 4. Draft a tagline for it."),
