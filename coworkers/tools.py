@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.db import transaction
+from django.urls import reverse
 from django.utils import timezone
 
 from office import documents
@@ -357,7 +358,8 @@ def _handoff(context: ToolContext, args: dict) -> ToolOutcome:
         handed_off_from=current,
     )
     where = f"the 1:1 with {target.name}" if channel.kind == Channel.Kind.DIRECT else f"#{channel.name}"
-    return ToolOutcome(f"Handed off to {target.name}: task {task.turn} in {where}.")
+    # A link people can follow from the reply that reports it (the model reads it as it is).
+    return ToolOutcome(f"Handed off to {target.name}: [task {task.turn} in {where}]({reverse('open_task', args=[task.pk])}).")
 
 
 def _handoff_channel(context: ToolContext, target: Coworker) -> Channel:

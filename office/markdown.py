@@ -93,6 +93,11 @@ _cleaner = nh3.Cleaner(
     strip_comments=True,
 )
 
+# A link within the office ("/t/12/", a handoff's task) opens where the person is, as the page's
+# own links do; nh3 gave every link a new tab. Read from nh3's output, whose attributes come in
+# this order; "//host" is another site and keeps its new tab.
+_OWN_LINK = re.compile(r'(<a href="/(?!/)[^"]*") target="_blank" rel="noopener noreferrer">')
+
 _local = threading.local()
 # nowrap: only the token spans; markdown-it wraps them in <pre><code>.
 _formatter = HtmlFormatter(nowrap=True)
@@ -181,4 +186,4 @@ def render(text: str) -> str:
         return _plain(text)
     _local.highlight_left = MAX_HIGHLIGHT_CHARS
     _local.highlight_until = time.monotonic() + MAX_HIGHLIGHT_SECONDS
-    return _cleaner.clean(_parser().render(text)).rstrip("\n")
+    return _OWN_LINK.sub(r"\1>", _cleaner.clean(_parser().render(text))).rstrip("\n")

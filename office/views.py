@@ -378,6 +378,7 @@ def _prepare_history(channel: Channel, session: Session | None, messages: list[M
     reports: dict[str, dict] = {}
     states: dict[int, tuple[str, str]] = {}
     meetings_of: dict[int, int] = {}  # a follow-up's turn -> the meeting channel it came from
+    handoffs_of: dict[int, tuple[int, int]] = {}  # a handoff's turn -> the task and channel it came from
     origins: dict[int, dict] = {}
     if session and turns:
         rows = session.tasks.filter(turn__in=turns).values_list("turn", "status", "error", "prompt_report", "coworker", "origin")
@@ -385,6 +386,8 @@ def _prepare_history(channel: Channel, session: Session | None, messages: list[M
             states[turn] = (status, error)
             if (origin or {}).get("follow_up") and origin.get("meeting"):
                 meetings_of[turn] = origin["meeting"]
+            if isinstance((origin or {}).get("handoff_from"), int) and isinstance(origin.get("channel"), int):
+                handoffs_of[turn] = (origin["handoff_from"], origin["channel"])
             origins[turn] = origin
             if report:
                 # The report is of the prompt built for the task's (first) coworker: its bar goes on their replies.
@@ -393,6 +396,9 @@ def _prepare_history(channel: Channel, session: Session | None, messages: list[M
     # Rendered when stored; rendering history again on every page view was seconds of CPU a view.
     html = html_of([m for m in messages if (m.role in (Message.Role.USER, Message.Role.ASSISTANT) and m.content) or _is_notes(m)])
     meeting_names = dict(Channel.objects.filter(office_id=channel.office_id, pk__in=meetings_of.values()).values_list("pk", "name"))
+    handed_from = {
+        c.pk: c for c in Channel.objects.filter(office_id=channel.office_id, pk__in={c for _, c in handoffs_of.values()}).select_related("coworker")
+    } if handoffs_of else {}
     names = {slug: c.name for slug, c in coworkers.items()}
     people = person_names(origins.values())
     for message in messages:
@@ -419,6 +425,9 @@ def _prepare_history(channel: Channel, session: Session | None, messages: list[M
             message.task_label = TASK_LABELS.get(message.task_status, "")
             if (meeting := meetings_of.get(message.turn)) in meeting_names:
                 message.meeting = {"name": meeting_names[meeting], "url": reverse("channel", args=[meeting])}
+            if (handoff := handoffs_of.get(message.turn)) and (source := handed_from.get(handoff[1])):
+                where = f"the 1:1 with {source.coworker.name}" if source.kind == Channel.Kind.DIRECT and source.coworker else f"#{source.name}"
+                message.handed_from = {"where": where, "url": reverse("open_task", args=[handoff[0]])}
             # Not typed by this person (a handoff, a meeting's follow-up, someone else in a shared
             # channel): who wrote it, as live; a coworker's or a meeting's shows as handed on.
             origin = origins.get(message.turn)

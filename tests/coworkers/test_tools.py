@@ -335,7 +335,7 @@ def test_handoff_starts_a_task_in_the_targets_direct_channel(task, ctx, theo, no
 
     theo_channel = Channel.objects.get(kind=Channel.Kind.DIRECT, coworker=theo)  # opened for the handoff
     handed = Task.objects.get(session__channel=theo_channel)
-    assert outcome == tools.ToolOutcome(f"Handed off to Theo: task {handed.turn} in the 1:1 with Theo.")
+    assert outcome == tools.ToolOutcome(f"Handed off to Theo: [task {handed.turn} in the 1:1 with Theo](/t/{handed.pk}/).")
     assert (handed.coworker, handed.handed_off_from, handed.status) == ("theo", task, Task.Status.QUEUED)
     assert handed.origin == {"handoff_from": task.pk, "channel": task.session.channel_id, "by": "mina"}
     assert list(task.handoffs.all()) == [handed]
@@ -357,6 +357,8 @@ def test_a_handed_off_instruction_is_shown_as_written_by_the_coworker_who_handed
     client.force_login(alice)
     page = client.get(f"/c/{theo_channel.pk}/").content.decode()
     assert '<span class="who">Mina</span>' in page and '<span class="who">You</span>' not in page
+    from_mina = ctx.task_id
+    assert f'Handed on from <a href="/t/{from_mina}/">the 1:1 with Mina</a>' in page, "and links back to where it came from"
     found = client.get("/o/acme/search/", {"q": "signup page"}).content.decode()
     assert '"result-meta muted">Mina · ' in found and '"result-meta muted">You · ' not in found, "a search result names who wrote it too"
 
@@ -366,8 +368,9 @@ def test_handoff_uses_the_targets_existing_direct_channel(ctx, theo, office):
 
     outcome = run_tool(ctx, "handoff", {"coworker": "@theo", "brief": "Check the DNS."})
 
-    assert outcome.content == "Handed off to Theo: task 1 in the 1:1 with Theo."
-    assert Task.objects.get(session__channel=existing).coworker == "theo"
+    handed = Task.objects.get(session__channel=existing)
+    assert outcome.content == f"Handed off to Theo: [task 1 in the 1:1 with Theo](/t/{handed.pk}/)."
+    assert handed.coworker == "theo"
 
 
 def test_handoff_stays_in_the_project_channel_when_both_are_members(office, mina, theo):
@@ -378,7 +381,7 @@ def test_handoff_stays_in_the_project_channel_when_both_are_members(office, mina
     outcome = run_tool(context_for(current), "handoff", {"coworker": "theo", "brief": "Build the landing page."})
 
     handed = Task.objects.get(handed_off_from=current)
-    assert outcome.content == "Handed off to Theo: task 2 in #launch."
+    assert outcome.content == f"Handed off to Theo: [task 2 in #launch](/t/{handed.pk}/)."
     assert (handed.session, handed.turn, handed.coworker) == (current.session, 2, "theo")
     assert not Channel.objects.filter(kind=Channel.Kind.DIRECT, coworker=theo).exists()
 
@@ -390,7 +393,8 @@ def test_handoff_goes_to_the_direct_channel_when_the_target_is_not_in_the_projec
 
     outcome = run_tool(context_for(current), "handoff", {"coworker": "theo", "brief": "Add tracking."})
 
-    assert outcome.content == "Handed off to Theo: task 1 in the 1:1 with Theo."
+    handed = Task.objects.get(handed_off_from=current)
+    assert outcome.content == f"Handed off to Theo: [task 1 in the 1:1 with Theo](/t/{handed.pk}/)."
 
 
 def test_a_handoff_in_a_project_channel_lets_the_running_task_finish(office, mina, theo, frames, no_background):
@@ -405,7 +409,7 @@ def test_a_handoff_in_a_project_channel_lets_the_running_task_finish(office, min
 
     assert done.status == Task.Status.DONE, done.error
     result = Message.objects.get(session=current.session, role="tool")
-    assert result.content == "Handed off to Theo: task 2 in #launch."
+    assert result.content == f"Handed off to Theo: [task 2 in #launch](/t/{Task.objects.get(session=current.session, turn=2).pk}/)."
     # Theo's task waited for Mina's to finish; now it runs, and its prompt sees hers complete.
     handed = Task.objects.get(session=current.session, turn=2)
     theo_provider = ScriptedProvider([Reply("Landing page is on its way.")])

@@ -161,3 +161,11 @@ def test_it_renders_an_import_before_its_transaction_and_stores_every_message(di
     assert len(renders) == 2, "the session frame read what the import stored"
     assert [m["html"] for m in frame["messages"]] == ["<p>Plan <em>it</em></p>", "<p><strong>Done</strong></p>"]
     assert frame["session"]["id"] == result.session.pk
+
+
+def test_a_link_within_the_office_opens_in_place_and_one_to_another_site_in_a_new_tab():
+    html = markdown.render("[task 2](/t/5/), [docs](https://example.com) and [elsewhere](//example.com/x)")
+
+    assert '<a href="/t/5/">task 2</a>' in html
+    assert '<a href="https://example.com" target="_blank" rel="noopener noreferrer">docs</a>' in html
+    assert '<a href="//example.com/x" target="_blank" rel="noopener noreferrer">elsewhere</a>' in html
