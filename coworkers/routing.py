@@ -49,19 +49,46 @@ def team_of(channel: Channel) -> list[Coworker]:
     return list(channel.office.coworkers.order_by("name"))
 
 
+class NotInChannel(ValueError):
+    """The instruction @mentions only coworkers who are not in this project or meeting: answered by
+    someone else instead, the person would not know their question went elsewhere."""
+
+
 def choose_responders(channel: Channel, text: str, provider: Provider) -> list[Coworker]:
     """The coworkers who answer, in order. Never empty, except in all-hands (nobody may have anything to add)."""
     team = team_of(channel)
-    if channel.kind == Channel.Kind.DIRECT or len(team) == 1:
+    if channel.kind == Channel.Kind.DIRECT:
         return team[:1]
     by_slug = {c.slug: c for c in team}
     mentioned = mentioned_slugs(text, team)
     if mentioned:
         return [by_slug[s] for s in mentioned]
+    if channel.kind in (Channel.Kind.PROJECT, Channel.Kind.MEETING):
+        refuse_outsiders(channel, text, team)
+    if len(team) == 1:
+        return team
     picked = [by_slug[s] for s in _route(channel, text, team, provider) if s in by_slug]
     if picked or channel.kind == Channel.Kind.ALL_HANDS:
         return picked
     return team[:1]
+
+
+def refuse_outsiders(channel: Channel, text: str, team: Sequence[Coworker]) -> None:
+    """Raise NotInChannel when the text @mentions coworkers of the office and none of them is in `team`."""
+    outside = [c for c in channel.office.coworkers.order_by("name") if c not in team]
+    named = {c.slug: c.name for c in outside}
+    mentioned = [named[slug] for slug in mentioned_slugs(text, outside)]
+    if not mentioned:
+        return
+    who = _names(mentioned)
+    raise NotInChannel(
+        f"{who} {'is' if len(mentioned) == 1 else 'are'} not in #{channel.name}. Ask {_names([c.name for c in team], 'or')} "
+        f"here, or {who} in {'their 1:1' if len(mentioned) == 1 else 'their 1:1s'}."
+    )
+
+
+def _names(names: Sequence[str], last: str = "and") -> str:
+    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} {last} {names[-1]}"
 
 
 def _route(channel: Channel, text: str, team: Sequence[Coworker], provider: Provider) -> list[str]:

@@ -19,7 +19,7 @@ from django.dispatch import Signal
 
 from coworkers.models import Coworker
 from coworkers.providers import Provider, get_provider
-from coworkers.routing import choose_responders
+from coworkers.routing import NotInChannel, choose_responders
 from office import events, rendering
 from office.models import Channel
 
@@ -80,7 +80,10 @@ def post_instruction(
         return same_instruction(existing, text)
     if admit is not None:
         admit()
-    responders = [coworker] if coworker else choose_responders(channel, text, provider or get_provider())
+    try:
+        responders = [coworker] if coworker else choose_responders(channel, text, provider or get_provider())
+    except NotInChannel as outsiders:
+        raise InstructionRejected("not_member", str(outsiders)) from None
     html = rendering.render(text)  # before the transaction: rendering must hold no lock
     try:
         with transaction.atomic():

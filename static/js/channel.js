@@ -726,7 +726,7 @@ function onSession(frame) {
 // Errors --------------------------------------------------------------------------------------------
 
 // The instruction was refused (pipeline.InstructionRejected codes): give the text back.
-const INSTRUCTION_ERRORS = new Set(["empty", "too_long"]);
+const INSTRUCTION_ERRORS = new Set(["empty", "too_long", "not_member"]);
 
 function showError(frame) {
   const text = banner.querySelector(".banner-text");

@@ -195,6 +195,21 @@ def test_mentions_pick_who_answers_in_a_shared_channel(office, mina, theo, main_
     assert [c.slug for c in picked] == ["theo"]
 
 
+
+def test_an_instruction_that_mentions_only_someone_outside_the_project_is_refused_with_who_is_in_it(office, mina, theo):
+    project = Channel.objects.create(office=office, kind=Channel.Kind.PROJECT, name="website")
+    project.members.set([theo])
+
+    with pytest.raises(posting.InstructionRejected) as refused:
+        posting.post_instruction(channel=project, text="@mina can you review the copy?")
+
+    assert refused.value.code == "not_member"
+    assert refused.value.detail == "Mina is not in #website. Ask Theo here, or Mina in their 1:1."
+    assert not Task.objects.filter(session__channel=project).exists(), "nothing stored"
+    # Someone of the project mentioned beside her answers, as does a message that mentions nobody.
+    assert [c.slug for c in choose_responders(project, "@theo and @mina: thoughts?", OfflineResponder())] == ["theo"]
+    assert [c.slug for c in choose_responders(project, "Thoughts on the copy?", OfflineResponder())] == ["theo"]
+
 def test_without_a_mention_the_router_picks_by_role_and_skills(office, mina, theo, main_channel):
     picked = choose_responders(main_channel, "Our python infrastructure keeps timing out, can someone look?", OfflineResponder())
     assert [c.slug for c in picked] == ["theo"]
