@@ -268,7 +268,15 @@ def session_json(session, *, tasks: int) -> dict:
         "tasks": tasks,
         "started_at": session.started_at.isoformat(),
         "nudged": session.nudged_at is not None,
+        # What "Start a new conversation" carried over from the one before, shown at its top.
+        "carried_note_html": carried_note_html(session),
     }
+
+
+def carried_note_html(session) -> str:
+    """The carried note as safe HTML ("" for none). A few hundred characters of the summary, so
+    rendering it when a frame is built costs nothing worth storing."""
+    return markdown.render(session.carried_note) if session.carried_note.strip() else ""
 
 
 def send_now(channel_id: int, frame: dict) -> None:

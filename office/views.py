@@ -25,7 +25,7 @@ from sessions.senders import person_names, sent_by, written_by
 from sessions.meetings import NOTES_MARK  # a meeting's notes: the one notice shown formatted, with its links
 from sessions.models import MemoryItem, Message, Session, SummaryVersion, Task
 
-from . import presence, reading, report_text
+from . import events, presence, reading, report_text
 from .markdown import few_marks, render as render_markdown
 from .models import Channel, Office
 from .rendering import html_of
@@ -118,6 +118,7 @@ def channel(request: HttpRequest, channel_id: int) -> HttpResponse:
             "channel": channel,
             "session": session,
             "history": messages,
+            "carried_note_html": events.carried_note_html(session) if session else "",
             "task_count": session.tasks.count() if session else 0,
             "truncated": bool(messages) and messages[0].position > 1,
             "meeting_ended": channel.kind == Channel.Kind.MEETING

@@ -682,6 +682,14 @@ function rememberPastSession(sessionId, title, preview) {
   menu.querySelector(".menu-list").prepend(el("li", {}, item));
 }
 
+// What a new conversation carried over from the one before: its note, at the top (sanitized by the server).
+function showCarriedNote(html) {
+  const note = $("carried-note");
+  if (!note) return;
+  if (typeof html === "string" && html) $("carried-note-text").innerHTML = html;
+  note.hidden = !(typeof html === "string" && html);
+}
+
 function clearConversation() {
   for (const node of history.querySelectorAll(".msg, .history-note")) node.remove();
   state.live.clear();
@@ -703,6 +711,7 @@ function onSession(frame) {
   if (switching && state.haveSession && typeof frame.seq === "number" && frame.seq <= state.lastSeq) return;
   const first = !state.haveSession;
   state.haveSession = true;
+  if (switching) showCarriedNote(session.carried_note_html);
   if (switching) {
     if (state.sessionId) rememberPastSession(state.sessionId, typedWords(history.querySelector(".msg.user")), history.querySelector(".msg.assistant:not(.steps) .text")?.innerText || "");
     clearConversation();

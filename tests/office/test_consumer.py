@@ -61,6 +61,14 @@ def enter(sockets, cookie):
     return enter_as
 
 
+def page_html(user, url: str) -> str:
+    from django.test import Client
+
+    client = Client()
+    client.force_login(user)
+    return client.get(url).content.decode()
+
+
 async def receive_until(communicator: WebsocketCommunicator, frame_type: str, timeout: float = 5) -> list[dict]:
     """Frames up to and including the first of `frame_type`."""
     got = []
@@ -156,7 +164,7 @@ async def test_a_member_gets_the_session_frame_on_connect(bob, direct_channel, e
     _, frame = await enter(bob, direct_channel)
 
     assert set(frame) == {"type", "session", "messages", "seq"}
-    assert frame["session"] == {"id": session.pk, "tasks": 1, "started_at": session.started_at.isoformat(), "nudged": False}
+    assert frame["session"] == {"id": session.pk, "tasks": 1, "started_at": session.started_at.isoformat(), "nudged": False, "carried_note_html": ""}
     assert frame["seq"] == 1
     (shown,) = frame["messages"]
     assert set(shown) == {"message", "html", "seq"}
@@ -485,19 +493,24 @@ async def test_session_new_switches_every_tab_to_a_new_session_with_a_carried_no
 
     new = await Session.objects.aget(channel=direct_channel, status="active")
     for frame in frames:
+        shown = frame["session"].pop("carried_note_html")
         assert frame == {
             "type": "session",
             "session": {"id": new.pk, "tasks": 0, "started_at": new.started_at.isoformat(), "nudged": False},
             "messages": [],
             "seq": 1,
         }
+        # The page shows what was carried over, at the top of the new conversation.
+        assert shown.startswith("<p>Decisions:</p>\n<ul>\n<li>Decision 0: we chose option 0")
     assert (await Session.objects.aget(pk=old.pk)).status == "ended"
     assert summary.startswith(new.carried_note.removesuffix(" …"))
     assert 300 < len(new.carried_note) <= nudge.CARRIED_NOTE_CHARS + 2
 
-    # A later connection sees the new, empty session.
+    # A later connection sees the new, empty session, and so does the page, with its note.
     _, frame = await enter(bob, direct_channel)
     assert frame["session"]["id"] == new.pk and frame["messages"] == []
+    page = await sync_to_async(page_html)(bob, f"/c/{direct_channel.pk}/")
+    assert '<details class="carried-note" id="carried-note">' in page and "Decision 0: we chose option 0" in page
 
 
 @pytest.mark.asyncio
