@@ -55,11 +55,13 @@ task_finished = Signal()
 
 
 class TaskBusy(Exception):
-    """Another worker holds this task's lease; try again once it may have expired."""
+    """Not this delivery's to run now: an earlier task of its conversation is still to finish
+    (`behind_earlier`: that task sends this one when it ends, next_in_line), or a live worker holds
+    this task's lease (a killed worker's task delivered again at once: free once the lease runs out)."""
 
-    def __init__(self, retry_in: float) -> None:
-        super().__init__(f"task is being worked on; retry in {retry_in:.0f} s")
-        self.retry_in = retry_in
+    def __init__(self, retry_in: float, *, behind_earlier: bool = False) -> None:
+        super().__init__("an earlier task of its conversation comes first" if behind_earlier else f"task is being worked on; retry in {retry_in:.0f} s")
+        self.retry_in, self.behind_earlier = retry_in, behind_earlier
 
 
 # Delivery -----------------------------------------------------------------------
@@ -70,13 +72,21 @@ def abandoned_tasks(session, *, before: int) -> list[int]:
 
     Celery redelivers a dead worker's task by itself; the embedded runner cannot (a
     restarted server forgets its thread pool), so the next instruction sends them
-    again. Sending one twice is harmless: the claim lets only one delivery work.
+    again. Sending one twice is harmless: the claim lets only one delivery work. In turn order.
     """
     earlier = Task.objects.filter(session=session, turn__lt=before)
-    stale = earlier.filter(status=Task.Status.RUNNING, lease_until__lt=timezone.now())
-    return list(earlier.filter(status=Task.Status.QUEUED).values_list("pk", flat=True)) + list(
-        stale.values_list("pk", flat=True)
-    )
+    left = Q(status=Task.Status.QUEUED) | Q(status=Task.Status.RUNNING, lease_until__lt=timezone.now())
+    return list(earlier.filter(left).order_by("turn").values_list("pk", flat=True))
+
+
+def next_in_line(task_id: int) -> int | None:
+    """The queued task of the same conversation that comes next after this one, if this one is no
+    longer queued or running (it ended, or is gone): the task to send now."""
+    task = Task.objects.filter(pk=task_id).values("session_id", "turn", "status").first()
+    if task is None or task["status"] in (Task.Status.QUEUED, Task.Status.RUNNING):
+        return None
+    following = Task.objects.filter(session_id=task["session_id"], turn__gt=task["turn"], status=Task.Status.QUEUED)
+    return following.order_by("turn").values_list("pk", flat=True).first()
 
 
 def stalled_tasks(now, *, queued_for: timedelta, limit: int = 500) -> list[int]:
@@ -161,7 +171,7 @@ def claim(task_id: int) -> Task | None:
     taken = {"lease_until": now + lease(), "attempts": F("attempts") + 1}
     if earlier_task_working(task_id, now):
         # One task at a time in a session: this one's prompt must see the earlier one finished.
-        raise TaskBusy(retry_in=1.0)
+        raise TaskBusy(retry_in=1.0, behind_earlier=True)
     if not Task.objects.filter(pk=task_id, status=Task.Status.QUEUED).update(
         status=Task.Status.RUNNING, started_at=now, **taken
     ):

@@ -52,7 +52,24 @@ def embed_task(task_id: int) -> None:
 
 @job(retry_on=(pipeline.TaskBusy,), max_retries=20, queue=background.REPLIES)
 def run_task(task_id: int) -> None:
-    pipeline.run_task(task_id)
+    """A task's reply, then the next queued task of its conversation.
+
+    A delivery that finds an earlier task of the conversation still to finish ends at once instead
+    of waiting: twelve instructions sent in a burst held the embedded server's reply threads asleep
+    in retries, and people in other offices waited two minutes for theirs. The conversation's tasks
+    pass the turn on instead, one at a time. A delivery of a task a live worker holds is retried
+    by Celery once its lease may have run out (a killed worker's task comes back at once; a retry
+    waits in the broker, not in a thread); the embedded server, whose thread would sleep through
+    it, leaves it to its sweep and to the conversation's next instruction (abandoned_tasks)."""
+    try:
+        pipeline.run_task(task_id)
+    except pipeline.TaskBusy as busy:
+        if not busy.behind_earlier and settings.BACKGROUND_WORK == "celery":
+            raise
+        log.info("task %s: not now (%s)", task_id, busy)
+        return
+    if (following := pipeline.next_in_line(task_id)) is not None:
+        run_task.enqueue(following)
 
 
 @job()
@@ -117,7 +134,8 @@ def start_work(sender=None, *, task: Task, language: str = "en", **signal) -> No
     commit): its reply, and the long-conversation nudge's check."""
     if settings.BACKGROUND_WORK != "celery":
         # Celery redelivers and beat's sweeper re-sends; only the embedded runner needs this.
-        for earlier in pipeline.abandoned_tasks(task.session, before=task.turn):
+        # The first is enough: each task sends the next when it ends (run_task).
+        for earlier in pipeline.abandoned_tasks(task.session, before=task.turn)[:1]:
             run_task.enqueue(earlier)
         # The same for memory extraction a stopped server dropped (beat's sweeper does it in
         # production), at most every MEMORY_RESEND_SPACING per task, as there.

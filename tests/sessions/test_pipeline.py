@@ -235,6 +235,31 @@ def test_a_second_instruction_waits_for_the_first_and_both_finish_in_order(direc
     assert provider.requests[0].messages[-2].content == "Here is the email."
 
 
+
+def test_a_burst_in_one_conversation_waits_without_holding_a_reply_thread_and_passes_the_turn_on(
+    direct_channel, frames, no_background
+):
+    """Twelve instructions sent at once held the embedded server's reply threads asleep in
+    retries, and other offices' replies waited minutes. A delivery that must wait ends at once;
+    each task sends the next when it ends."""
+    from sessions import tasks
+
+    first, second, third = (posting.post_instruction(channel=direct_channel, text=f"Step {n}") for n in (1, 2, 3))
+    pipeline.claim(first.pk)
+    no_background.clear()
+    waits = []
+
+    tasks.run_task.run_here(second.pk, sleep=waits.append)
+
+    assert waits == [] and Task.objects.get(pk=second.pk).status == Task.Status.QUEUED, "no thread kept waiting"
+    Task.objects.filter(pk=first.pk).update(lease_until=timezone.now() - timedelta(seconds=1))  # resumed, finished
+    tasks.run_task(first.pk)
+    assert Task.objects.get(pk=first.pk).status == Task.Status.DONE
+    assert no_background == [second.pk], "the first sends the next, not the third"
+    pipeline.request_stop(Task.objects.get(pk=second.pk))  # stopped while queued
+    tasks.run_task(second.pk)
+    assert no_background == [second.pk, third.pk], "a stopped one passes the turn on too"
+
 def test_a_task_abandoned_by_a_restarted_server_is_sent_again_with_the_next_instruction(
     direct_channel, frames, no_background, settings
 ):
