@@ -151,3 +151,21 @@ def test_neighbouring_exchanges_continue_each_other_on_two_shared_words_in_eithe
                       _exchange("Book Lakeview then.", "Booked the lodge."))
     assert not _continues(_exchange("Which venue for the offsite?", "Lakeview Lodge."),
                           _exchange("Draft the newsletter.", "Here is the draft."))
+
+
+def test_a_long_chinese_text_goes_through_jieba_once_however_often_it_is_read(monkeypatch):
+    import random
+
+    from sessions import relevance
+
+    text = "".join(chr(random.randint(0x4E00, 0x9FFF)) for _ in range(3_000))
+    calls = []
+    segmenter = relevance._segmenter()
+    real = segmenter.cut_for_search
+    monkeypatch.setattr(segmenter, "cut_for_search", lambda piece: calls.append(piece) or real(piece))
+
+    first = relevance.search_terms(text)
+    for _ in range(5):
+        assert relevance.search_terms(text) == first
+
+    assert "".join(calls) == text, "each piece once"
