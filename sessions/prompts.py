@@ -216,7 +216,6 @@ def find_recall_candidates(session: Session, instruction: str, *, through: int) 
         channel_ids=[session.channel_id],
         limit=RECALL_HITS,
         leave_out=(session.pk, through),
-        with_matched=False,
     )
     by_words: dict[tuple[int, int], float] = {}
     for hit in hits:
@@ -291,7 +290,7 @@ def _bridged(session: Session, best: tuple[int, int], asked: set[str], through: 
     rare = sorted((n, w) for w, n in counts.items() if 2 <= n <= search.COMMON_WORD_MESSAGES)
     terms = [search.unscoped(w) for _, w in rare[:BRIDGE_WORDS]]
     hits = search.search_words(
-        terms, channel_ids=[session.channel_id], limit=BRIDGE_HITS, leave_out=(session.pk, through), with_matched=False
+        terms, channel_ids=[session.channel_id], limit=BRIDGE_HITS, leave_out=(session.pk, through)
     )
     found: dict[tuple[int, int], float] = {}
     for hit in hits:

@@ -96,7 +96,10 @@ def index_messages(messages: Iterable[Message], *, channel_id: int) -> None:
 
 @dataclass(frozen=True)
 class Hit:
-    """A message that matched, best first; `matched` are the query's index words it holds."""
+    """A message that matched, best first; `matched` are the index words searched for (the
+    query's informative ones, the same for every hit): where a message says them is found in its
+    text (relevance.matching_spans), not by splitting its stored words, which for a message of
+    megabytes was seconds of a search."""
 
     message_id: str
     session_id: int
@@ -118,17 +121,13 @@ def search(
     channel_ids: Sequence[int],
     limit: int,
     leave_out: tuple[int, int] | None = None,
-    with_matched: bool = True,
 ) -> list[Hit]:
     """The messages of these channels that best match `query`, best first, at most `limit`.
 
     `leave_out=(session_id, turn)` leaves out that session's tasks after `turn`: the ones
-    already in front of the model in full, and the current one. `with_matched=False` leaves
-    each hit's `matched` empty.
+    already in front of the model in full, and the current one.
     """
-    return search_words(
-        query_terms(query), channel_ids=channel_ids, limit=limit, leave_out=leave_out, with_matched=with_matched
-    )
+    return search_words(query_terms(query), channel_ids=channel_ids, limit=limit, leave_out=leave_out)
 
 
 def search_words(
@@ -137,7 +136,6 @@ def search_words(
     channel_ids: Sequence[int],
     limit: int,
     leave_out: tuple[int, int] | None = None,
-    with_matched: bool = True,
 ) -> list[Hit]:
     """search() for index words already made (relevance.search_terms), such as another message's."""
     if not terms or not channel_ids or limit <= 0:
@@ -152,14 +150,11 @@ def search_words(
         limit = min(limit, COMMON_QUERY_HITS)
     search_rows = _search_postgres if postgres else _search_sqlite
     rows = search_rows(words, counts, limit, leave_out, newest)
-    wanted = set(words)
-    hits = []
-    for message_id, session_id, channel_id, turn, role, score, entry_terms in rows:
-        # Which query words a message holds: only the search box marks them (recall reads its
-        # exchanges' words anyway), and splitting every hit's words is most of a search's Python.
-        matched = tuple(unscoped(w) for w in dict.fromkeys(entry_terms.split()) if w in wanted) if with_matched else ()
-        hits.append(Hit(str(uuid.UUID(str(message_id))), session_id, channel_id, turn, role, float(score), matched))
-    return hits
+    searched = tuple(dict.fromkeys(unscoped(w) for w in words))
+    return [
+        Hit(str(uuid.UUID(str(message_id))), session_id, channel_id, turn, role, float(score), searched)
+        for message_id, session_id, channel_id, turn, role, score in rows
+    ]
 
 
 def _informative(words: list[str], counts: dict[str, int]) -> tuple[list[str], int | None]:
@@ -234,7 +229,7 @@ def _search_sqlite(words: list[str], counts, limit: int, leave_out, newest: int 
         )
         recent_params = [match, newest]
     sql = (
-        f"SELECT e.message_id, e.session_id, e.channel_id, e.turn, e.role, -bm25({FTS_TABLE}) AS score, e.terms "
+        f"SELECT e.message_id, e.session_id, e.channel_id, e.turn, e.role, -bm25({FTS_TABLE}) AS score "
         f"FROM {FTS_TABLE} JOIN {ENTRY_TABLE} AS e ON e.id = {FTS_TABLE}.rowid "
         f"WHERE {FTS_TABLE} MATCH %s{recent}{excluded} ORDER BY score DESC, e.id DESC LIMIT %s"
     )
@@ -262,7 +257,7 @@ def _search_postgres(words: list[str], counts, limit: int, leave_out, newest: in
         rank = " + ".join(f"%s * ts_rank({vector}, to_tsquery('simple', %s), 1)" for _ in words)
         rank_params = [value for word in words for value in (_idf(total, counts[word]), f"'{word}'")]
         cursor.execute(
-            f"SELECT e.message_id, e.session_id, e.channel_id, e.turn, e.role, ({rank}) AS score, e.terms "
+            f"SELECT e.message_id, e.session_id, e.channel_id, e.turn, e.role, ({rank}) AS score "
             f"FROM {ENTRY_TABLE} AS e WHERE {vector} @@ to_tsquery('simple', %s){excluded} "
             "ORDER BY score DESC, e.id DESC LIMIT %s",
             [*rank_params, either, *excluded_params, limit],

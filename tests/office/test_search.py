@@ -140,3 +140,14 @@ def test_a_person_searching_in_a_burst_is_told_to_wait_and_others_are_not(alice,
     assert "You have searched 3 times in the last minute. Try again in 40 seconds." in html
     assert "Lakeview" not in html
     assert "Lakeview" in search(signed_in(bob), office, "offsite").content.decode()
+
+
+def test_each_result_marks_the_searched_words_it_says_and_no_others(alice, office, direct_channel):
+    said(direct_channel, "Which venue for the offsite?", "Lakeview Lodge, booked for the offsite.")
+    said(direct_channel, "Any venue ideas?", "The Harbour Loft is a good venue.")
+
+    html = search(signed_in(alice), office, "offsite venue").content.decode()
+
+    assert "Lakeview Lodge, booked for the <mark>offsite</mark>." in html
+    assert "The Harbour Loft is a good <mark>venue</mark>." in html
+    assert "<mark>Lakeview" not in html and "<mark>Harbour" not in html
