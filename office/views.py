@@ -12,8 +12,8 @@ import re
 from collections.abc import Iterable
 
 from django.contrib.auth.decorators import login_required
-from django.db.models import Count, OuterRef, QuerySet, Subquery
-from django.db.models.functions import Coalesce, Length, Substr
+from django.db.models import Count, OuterRef, QuerySet, Subquery, TextField
+from django.db.models.functions import Cast, Coalesce, Length, Substr
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
@@ -135,7 +135,10 @@ def newest_messages(session: Session, limit: int) -> list[Message]:
     """The session's newest messages, oldest first: at most `limit`, and those whose text and HTML
     fit in PAGE_CHARS together (the newest always). Their sizes are read first, so a page of large
     messages never loads more of them than it shows."""
-    sizes = session.messages.order_by("-position").annotate(size=Length("content") + Coalesce(Length("rendered__html"), 0))
+    # Tool calls count as stored (each is shown cut to ARGS_SHOWN_CHARS, but they are all loaded).
+    sizes = session.messages.order_by("-position").annotate(
+        size=Length("content") + Coalesce(Length("rendered__html"), 0) + Coalesce(Length(Cast("tool_calls", TextField())), 0)
+    )
     kept, used = [], 0
     for pk, size in sizes.values_list("pk", "size")[:limit]:
         used += size or 0
@@ -450,12 +453,21 @@ def _call(call: dict) -> dict:
         first = next(iter(args.values()))
         preview = first if isinstance(first, str) else json.dumps(first, ensure_ascii=False)
         preview = preview if len(preview) <= 60 else preview[:59] + "…"
-    return {
-        "id": call.get("id", ""),
-        "name": call.get("name", "tool"),
-        "args_json": json.dumps(args, ensure_ascii=False, indent=2),
-        "preview": preview,
-    }
+    return {"id": call.get("id", ""), "name": call.get("name", "tool"), "args_json": args_shown(args), "preview": preview}
+
+
+# A tool call's arguments on the page, in characters: as a tool result's text is shown. Imported
+# arguments may hold up to a million characters nested 50 deep, which indented were 29 MB each.
+ARGS_SHOWN_CHARS = 4_000
+
+
+def args_shown(args) -> str:
+    """The arguments as indented JSON when short, else compact, cut at ARGS_SHOWN_CHARS."""
+    compact = json.dumps(args, ensure_ascii=False)
+    shown = json.dumps(args, ensure_ascii=False, indent=2) if len(compact) <= ARGS_SHOWN_CHARS else compact
+    if len(shown) <= ARGS_SHOWN_CHARS:
+        return shown
+    return f"{shown[:ARGS_SHOWN_CHARS]}… ({len(compact):,} characters in all)"
 
 
 def bar(report: dict) -> dict:

@@ -127,6 +127,14 @@ function userElement(message, html) {
   );
 }
 
+// As the server shows them (office/views.py, args_shown): indented when short, cut when long.
+const ARGS_SHOWN_CHARS = 4000;
+function argsShown(args) {
+  const compact = JSON.stringify(args);
+  const shown = compact.length <= ARGS_SHOWN_CHARS ? JSON.stringify(args, null, 2) : compact;
+  return shown.length <= ARGS_SHOWN_CHARS ? shown : `${shown.slice(0, ARGS_SHOWN_CHARS)}… (${compact.length.toLocaleString("en")} characters in all)`;
+}
+
 function toolCallsList(calls) {
   return el(
     "ul",
@@ -144,7 +152,7 @@ function toolCallsList(calls) {
           "details",
           { class: "tool-call" },
           el("summary", {}, el("span", { class: "gear", "aria-hidden": "true", text: "⚙" }), " ", el("code", { text: call.name }), preview ? " " : null, preview ? el("span", { class: "muted", text: preview }) : null),
-          el("pre", { text: JSON.stringify(args, null, 2) }),
+          el("pre", { text: argsShown(args) }),
         ),
       );
     }),

@@ -463,6 +463,27 @@ def test_the_memory_page_links_an_item_to_the_task_it_came_from(client, bob, off
     assert f'href="/c/{direct_channel.pk}/#turn-1">from Mina, task 1</a>' in page
 
 
+
+def test_large_tool_call_arguments_count_toward_the_page_and_are_shown_cut(client, bob, direct_channel, monkeypatch):
+    """Imported tool calls of 900 KB of nested lists each made a 291 MB page: the page counts them
+    and shows each cut short."""
+    from office import views
+
+    monkeypatch.setattr(views, "PAGE_CHARS", 100_000)
+    session = services.get_active_session(channel=direct_channel)
+    nested = [[[0] * 10_000]] * 3  # about 60,000 characters of JSON
+    for n in range(6):
+        task, _ = services.start_task(session=session, instruction=f"Step {n}", coworker="mina")
+        services.append_message(session=session, turn=task.turn, role="assistant", coworker="mina",
+                                tool_calls=[history.ToolCall(id=f"toolu_{n}", name="write_document", args={"rows": nested})])
+    client.force_login(bob)
+
+    page = client.get(reverse("channel", args=[direct_channel.pk])).content.decode()
+
+    assert "Step 5" in page and "Step 0" not in page, "only the newest that fit"
+    assert len(page) < 100_000
+    assert "characters in all)</pre>" in page
+
 def test_message_records_are_never_changed_by_the_page(client, bob, conversation, direct_channel):
     before = list(Message.objects.values_list("id", "content"))
     client.force_login(bob)
