@@ -74,8 +74,21 @@ def entry_text(role: str, content: str, tool_calls: Sequence[dict]) -> str:
     return " ".join(part for part in parts if part)
 
 
-def index_messages(messages: Iterable[Message], *, channel_id: int) -> None:
-    """Index stored messages (notices never). Call inside the transaction that stored them."""
+def message_words(role: str, content: str, tool_calls: Sequence[dict]) -> list[str]:
+    """A message's index words, not yet scoped to a channel ([] for a notice). Pure, so an import
+    computes them before its write transaction: jieba over 2 MB of Chinese inside it held SQLite's
+    write lock past other people's 20-second wait, and their instructions failed."""
+    if role == Message.Role.NOTICE:
+        return []
+    return relevance.search_terms(entry_text(role, content, tool_calls))
+
+
+def index_messages(messages: Iterable[Message], *, channel_id: int, words: Sequence[list[str]] | None = None) -> None:
+    """Index stored messages (notices never). Call inside the transaction that stored them;
+    `words`, one list per message in order, are their message_words when computed before it."""
+    messages = list(messages)
+    if words is None:
+        words = [message_words(m.role, m.content, m.tool_calls) for m in messages]
     entries = [
         SearchEntry(
             message_id=message.pk,
@@ -83,12 +96,9 @@ def index_messages(messages: Iterable[Message], *, channel_id: int) -> None:
             session_id=message.session_id,
             turn=message.turn,
             role=message.role,
-            terms=" ".join(
-                scoped(channel_id, term)
-                for term in relevance.search_terms(entry_text(message.role, message.content, message.tool_calls))
-            ),
+            terms=" ".join(scoped(channel_id, term) for term in said),
         )
-        for message in messages
+        for message, said in zip(messages, words, strict=True)
         if message.role != Message.Role.NOTICE
     ]
     SearchEntry.objects.bulk_create(entries, batch_size=500)

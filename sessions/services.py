@@ -283,6 +283,10 @@ def import_session(*, channel: Channel, data: str | bytes) -> ImportResult:
     rebuilt = history.rebuild_messages(records)
     # Rendered before the transaction, so SQLite's write lock is not held while markdown runs.
     html = [rendering.render(record.content) for record in records]
+    # And the search index's words, for the same reason (jieba over Chinese is the slow part).
+    words = [
+        search.message_words(r.role, r.content, [_tool_call_to_json(call) for call in r.tool_calls]) for r in records
+    ]
 
     with transaction.atomic():
         end_active_session(channel=channel)
@@ -292,7 +296,7 @@ def import_session(*, channel: Channel, data: str | bytes) -> ImportResult:
         }
         Task.objects.bulk_create(_task_row(session, task, interrupted_turns) for task in tasks)
         rows = Message.objects.bulk_create(_message_rows(session, records))
-        search.index_messages(rows, channel_id=channel.pk)
+        search.index_messages(rows, channel_id=channel.pk, words=words)
         rendering.store((row.pk, markup) for row, markup in zip(rows, html))
     return ImportResult(
         session=session,

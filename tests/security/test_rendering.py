@@ -163,6 +163,24 @@ def test_it_renders_an_import_before_its_transaction_and_stores_every_message(di
     assert frame["session"]["id"] == result.session.pk
 
 
+
+@pytest.mark.django_db(transaction=True)
+def test_an_import_cuts_its_words_for_the_search_before_its_transaction_and_finds_them(direct_channel, monkeypatch):
+    from sessions import relevance, search
+
+    cut_in_transaction = []
+    real = relevance.search_terms
+    monkeypatch.setattr(relevance, "search_terms", lambda text: cut_in_transaction.append(connection.in_atomic_block) or real(text))
+    lines = [
+        '{"id":"a","previous":null,"turn":1,"role":"user","content":"我們的團隊旅遊要去哪裡？","coworker":null,"created_at":null}',
+        '{"id":"b","previous":"a","turn":1,"role":"assistant","content":"我們決定在湖景小屋舉辦團隊旅遊。","coworker":"mina","created_at":null}',
+    ]
+
+    services.import_session(channel=direct_channel, data="\n".join(lines) + "\n")
+
+    assert cut_in_transaction == [False, False]
+    assert [hit.role for hit in search.search("湖景小屋", channel_ids=[direct_channel.pk], limit=5)] == ["assistant"]
+
 def test_a_link_within_the_office_opens_in_place_and_one_to_another_site_in_a_new_tab():
     html = markdown.render("[task 2](/t/5/), [docs](https://example.com) and [elsewhere](//example.com/x)")
 
