@@ -14,7 +14,7 @@ from django.utils import timezone
 from office import rendering
 from office.models import Channel
 
-from . import history, jsonl, search
+from . import history, jsonl, relevance, search
 from .models import Message, Session, Task
 
 
@@ -102,6 +102,8 @@ def append_message(
     one passes `html` (rendering.render(content)) rendered before it began.
     """
     html = rendering.render(content) if html is None else html
+    # jieba's words now, outside the write lock: indexing inside reads them from relevance's cache.
+    relevance.search_terms(content)
     with transaction.atomic():
         _lock_active(session)
         return _append_locked(
