@@ -95,11 +95,12 @@ def found_messages(query: str, channels, *, viewer: int | None) -> list[dict]:
 
 
 def conversation_title(channel: Channel, session: Session) -> str:
-    """"Launch sync · this conversation", "Mina · conversation of Dec 1": the channel, then which of its conversations."""
+    """"Launch sync · this conversation", "Mina · conversation of Dec 1, 09:30": the channel, then
+    which of its conversations (by when it began: two of one day are told apart)."""
     name = channel.coworker.name if channel.kind == Channel.Kind.DIRECT and channel.coworker else channel.name
     if session.status == Session.Status.ACTIVE:
         return f"{name} · this conversation"
-    return f"{name} · conversation of {format_date(session.started_at, 'M j')}"
+    return f"{name} · conversation of {format_date(session.started_at, 'M j, H:i')}"
 
 
 def _instruction_origins(instructions: list[Message]) -> dict[tuple[int, int], dict]:

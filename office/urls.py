@@ -5,6 +5,7 @@ from . import channel_views, memory_views, search_views, usage_views, views
 
 urlpatterns = [
     path("", views.home, name="home"),
+    path("favicon.ico", views.favicon, name="favicon"),
     path("o/<slug:slug>/", views.office, name="office"),
     path("o/<slug:slug>/memory/", memory_views.memory, name="memory"),
     path("o/<slug:slug>/search/", search_views.office_search, name="office_search"),

@@ -148,6 +148,20 @@ def newest_messages(session: Session, limit: int) -> list[Message]:
     return list(Message.objects.filter(pk__in=kept).order_by("position"))
 
 
+# The pages name this icon inline; the admin's pages and JSON views do not, and browsers then ask
+# for /favicon.ico (a 404 in every log and console).
+FAVICON = (
+    '<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 32 32"><rect width="32" height="32" rx="8" fill="#4f46e5"/>'
+    '<text x="16" y="22" font-size="18" text-anchor="middle" fill="white" font-family="sans-serif">V</text></svg>'
+)
+
+
+def favicon(request: HttpRequest) -> HttpResponse:
+    response = HttpResponse(FAVICON, content_type="image/svg+xml")
+    response["Cache-Control"] = "public, max-age=86400"
+    return response
+
+
 @login_required
 def past_session(request: HttpRequest, channel_id: int, session_id: int) -> HttpResponse:
     """An ended conversation, read-only. The active one lives on the channel page."""

@@ -77,3 +77,10 @@ def test_a_title_is_one_line_cut_at_a_word():
     assert plain_words("| Budget | Owner |\n|---|:-:|\n| Email | $2,000 |\n\n```python\nroi = x * 12\n```\nOK?") == (
         "Budget Owner Email $2,000 roi = x * 12 OK?"
     ), "a table's rules and a code fence are marks too"
+
+
+def test_the_favicon_browsers_ask_for_on_admin_and_json_pages_is_there(client):
+    response = client.get("/favicon.ico")
+
+    assert response.status_code == 200 and response["Content-Type"] == "image/svg+xml"
+    assert response.content.startswith(b"<svg")
