@@ -201,6 +201,9 @@ function isNudge(message) {
 function noticeElement(message, html) {
   if (typeof html === "string" && data.notesMark && (message.content || "").startsWith(data.notesMark)) {
     // A meeting's notes: formatted, with links to what they started (sanitized by the server).
+    // They end the meeting: the header says so at once, as it does after a reload.
+    const ended = $("meeting-ended");
+    if (ended) ended.hidden = false;
     const text = el("div", { class: "text md" });
     text.innerHTML = html;
     return el("aside", { class: "msg notice notes", id: `m-${message.id}`, dataset: { id: message.id, turn: message.turn, role: "notice" } }, text);
