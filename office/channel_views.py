@@ -147,6 +147,26 @@ def new_project(request: HttpRequest, slug: str) -> HttpResponse:
 
 
 @login_required
+def edit_project(request: HttpRequest, channel_id: int) -> HttpResponse:
+    """A project's name, topic and coworkers, changed after it began (anyone who can see it may)."""
+    channel = get_object_or_404(Channel.objects.visible_to(request.user).select_related("office"), pk=channel_id, kind=Channel.Kind.PROJECT)
+    office = channel.office
+    if request.method != "POST":
+        initial = {"name": channel.name, "topic": channel.topic, "coworkers": list(channel.members.all())}
+        return _page(request, office, "office/new_project.html", ProjectForm(initial=initial, office=office), editing=channel)
+    form = ProjectForm(request.POST, office=office)
+    if not form.is_valid():
+        return _page(request, office, "office/new_project.html", form, status=400, editing=channel)
+    data = form.cleaned_data
+    try:
+        projects.update_project(channel, name=data["name"], topic=data["topic"], members=list(data["coworkers"]))
+    except projects.ProjectRejected as error:
+        form.add_error(error.field if error.field in form.fields else None, error.detail)
+        return _page(request, office, "office/new_project.html", form, status=400, editing=channel)
+    return redirect(channel)
+
+
+@login_required
 def open_task(request: HttpRequest, task_id: int) -> HttpResponse:
     """The conversation a task is in, at that task: the channel while it is the active one, else
     the past conversation. A link to it keeps working after "New conversation"."""
@@ -169,7 +189,9 @@ def _within_rate(request: HttpRequest, form: forms.Form) -> bool:
     return verdict.allowed
 
 
-def _page(request: HttpRequest, office: Office, template: str, form: forms.Form, status: int = 200) -> HttpResponse:
+def _page(
+    request: HttpRequest, office: Office, template: str, form: forms.Form, status: int = 200, editing: Channel | None = None
+) -> HttpResponse:
     for name in form.errors:
         if name in form.fields:
             # Screen readers announce the message with the field (and its help, as Django does).
@@ -186,6 +208,7 @@ def _page(request: HttpRequest, office: Office, template: str, form: forms.Form,
             "form": form,
             "coworker_count": office.coworkers.count(),
             "new_channel_page": "meeting" if template.endswith("meeting.html") else "project",
+            "editing": editing,
             **sidebar(office, request.user),
         },
         status=status,

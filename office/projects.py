@@ -28,6 +28,28 @@ class ProjectRejected(ValueError):
 
 def create_project(*, office: Office, name: str, topic: str, members: Sequence[Coworker]) -> Channel:
     """A project channel of `office` with these coworkers in it. Names are one per office, in any case."""
+    name, topic, people = _checked(office, name, topic, members)
+    with transaction.atomic():
+        _name_is_free(office, name)
+        channel = Channel.objects.create(office=office, kind=Channel.Kind.PROJECT, name=name, topic=topic)
+        channel.members.set(people)
+    log.info("project channel %s created in office %s: %s", channel.pk, office.pk, ",".join(p.slug for p in people))
+    return channel
+
+
+def update_project(channel: Channel, *, name: str, topic: str, members: Sequence[Coworker]) -> Channel:
+    """The same project under a new name, topic or team (its conversations stay as they are)."""
+    name, topic, people = _checked(channel.office, name, topic, members)
+    with transaction.atomic():
+        _name_is_free(channel.office, name, but=channel)
+        Channel.objects.filter(pk=channel.pk).update(name=name, topic=topic)
+        channel.members.set(people)
+    channel.refresh_from_db()
+    log.info("project channel %s now: %s", channel.pk, ",".join(p.slug for p in people))
+    return channel
+
+
+def _checked(office: Office, name: str, topic: str, members: Sequence[Coworker]) -> tuple[str, str, list[Coworker]]:
     name, topic = " ".join(name.split()), " ".join(topic.split())
     people = list(dict.fromkeys(members))
     if not name or not has_visible_text(name):  # zero-width and direction marks alone are no name
@@ -40,10 +62,12 @@ def create_project(*, office: Office, name: str, topic: str, members: Sequence[C
         raise ProjectRejected("coworkers", "Pick at least one coworker to work on it.")
     if any(p.office_id != office.pk for p in people):
         raise ProjectRejected("coworkers", "Every coworker must belong to this office.")
-    with transaction.atomic():
-        if office.channels.filter(kind=Channel.Kind.PROJECT, name__iexact=name).exists():
-            raise ProjectRejected("name", f"This office already has a project called “{name}”.")
-        channel = Channel.objects.create(office=office, kind=Channel.Kind.PROJECT, name=name, topic=topic)
-        channel.members.set(people)
-    log.info("project channel %s created in office %s: %s", channel.pk, office.pk, ",".join(p.slug for p in people))
-    return channel
+    return name, topic, people
+
+
+def _name_is_free(office: Office, name: str, *, but: Channel | None = None) -> None:
+    taken = office.channels.filter(kind=Channel.Kind.PROJECT, name__iexact=name)
+    if but is not None:
+        taken = taken.exclude(pk=but.pk)
+    if taken.exists():
+        raise ProjectRejected("name", f"This office already has a project called “{name}”.")

@@ -16,6 +16,7 @@ urlpatterns = [
     path("o/<slug:slug>/meetings/new/", channel_views.new_meeting, name="new_meeting"),
     path("o/<slug:slug>/projects/new/", channel_views.new_project, name="new_project"),
     path("t/<int:task_id>/", channel_views.open_task, name="open_task"),
+    path("c/<int:channel_id>/edit/", channel_views.edit_project, name="edit_project"),
     path("c/<int:channel_id>/", views.channel, name="channel"),
     path("c/<int:channel_id>/sessions/<int:session_id>/", views.past_session, name="past_session"),
     path("c/<int:channel_id>/m/<uuid:message_id>/", search_views.message_in_context, name="message_in_context"),

@@ -280,3 +280,25 @@ def test_a_persons_markdown_is_shown_rendered_like_a_coworkers(client, alice, di
     shown = instruction[instruction.index('<div class="text md">') :]
     assert "<pre>" in shown and "```" not in shown
     assert 'data-content="Check this:' in instruction, "the words as typed stay on it, for Retry"
+
+
+def test_a_project_s_name_topic_and_coworkers_can_be_changed_after_it_began(client, bob, charlie, mina, theo):
+    client.force_login(bob)
+    client.post(reverse("new_project", args=["acme"]), {"name": "Website", "topic": "Redesign", "coworkers": [theo.pk]})
+    channel = Channel.objects.get(kind=Channel.Kind.PROJECT)
+    page = client.get(reverse("channel", args=[channel.pk])).content.decode()
+    assert f'href="{reverse("edit_project", args=[channel.pk])}">Edit</a>' in page
+    form = client.get(reverse("edit_project", args=[channel.pk])).content.decode()
+    assert 'value="Website"' in form and "Save</button>" in form
+
+    response = client.post(
+        reverse("edit_project", args=[channel.pk]), {"name": "Website v2", "topic": "Redesign and copy", "coworkers": [theo.pk, mina.pk]}
+    )
+
+    assert response.status_code == 302
+    channel.refresh_from_db()
+    assert (channel.name, channel.topic) == ("Website v2", "Redesign and copy")
+    assert set(channel.members.values_list("slug", flat=True)) == {"theo", "mina"}
+    assert client.post(reverse("edit_project", args=[channel.pk]), {"name": "Website v2", "coworkers": []}).status_code == 400
+    client.force_login(charlie)
+    assert client.get(reverse("edit_project", args=[channel.pk])).status_code == 404, "an outsider cannot tell it exists"
