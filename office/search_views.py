@@ -10,6 +10,7 @@ channels they can see.
 from __future__ import annotations
 
 import uuid
+from html.parser import HTMLParser
 from urllib.parse import parse_qs, urlencode, urlsplit
 
 from django.contrib.auth.decorators import login_required
@@ -154,6 +155,12 @@ def message_in_context(request: HttpRequest, channel_id: int, message_id: uuid.U
     around = session.messages.filter(position__gte=target.position - AROUND, position__lte=target.position + AROUND)
     messages = nudges_under_their_instruction(list(around.order_by("position")))
     _prepare_history(channel, session, messages, viewer=request.user.pk)
+    query = _query_of(request)
+    if terms := search.query_terms(query) if query else []:
+        # The words searched for, marked in the message found, as they are in the results.
+        for message in messages:
+            if message.pk == target.pk and getattr(message, "html", ""):
+                message.html = marked(message.html, terms)
     return render(
         request,
         "office/message_context.html",
@@ -172,12 +179,60 @@ def message_in_context(request: HttpRequest, channel_id: int, message_id: uuid.U
 
 
 def _results_url(request: HttpRequest, slug: str) -> str:
-    """The results the person came from (their query, from the referring search page), else the search page.
-    A link, not history.back(): a result opened in a new tab or from a shared link has no history to go back to."""
+    """The results the person came from (their query), else the search page. A link, not
+    history.back(): a result opened in a new tab or from a shared link has no history to go back to."""
     page = reverse("office_search", args=[slug])
+    query = _query_of(request, page)
+    return f"{page}?{urlencode({'q': query})}" if query else page
+
+
+def _query_of(request: HttpRequest, page: str | None = None) -> str:
+    """The query a result was opened from: its link's `q`, else the referring search page's."""
+    if query := request.GET.get("q", "").strip()[:QUERY_CHARS]:
+        return query
     referer = request.headers.get("referer", "")
     parts = urlsplit(referer)
-    if parts.path != page or not url_has_allowed_host_and_scheme(referer, {request.get_host()}, request.is_secure()):
-        return page
-    query = parse_qs(parts.query).get("q", [""])[0].strip()[:QUERY_CHARS]
-    return f"{page}?{urlencode({'q': query})}" if query else page
+    if not parts.path.endswith("/search/") or (page and parts.path != page):
+        return ""
+    if not url_has_allowed_host_and_scheme(referer, {request.get_host()}, request.is_secure()):
+        return ""
+    return parse_qs(parts.query).get("q", [""])[0].strip()[:QUERY_CHARS]
+
+
+class _Marker(HTMLParser):
+    """Sanitized HTML again, with <mark> around the searched words in its text (not in tags or
+    attributes): tags are copied as they came, text is marked where it says the words."""
+
+    def __init__(self, terms) -> None:
+        super().__init__(convert_charrefs=False)
+        self.terms, self.out = list(terms), []
+
+    def handle_starttag(self, tag, attrs) -> None:
+        self.out.append(self.get_starttag_text())
+
+    handle_startendtag = handle_starttag
+
+    def handle_endtag(self, tag) -> None:
+        self.out.append(f"</{tag}>")
+
+    def handle_data(self, data) -> None:
+        at = 0
+        for start, end in relevance.matching_spans(data, self.terms):
+            if start >= at:  # words are letters: never inside an entity or a tag
+                self.out.append(f"{data[at:start]}<mark>{data[start:end]}</mark>")
+                at = end
+        self.out.append(data[at:])
+
+    def handle_entityref(self, name) -> None:
+        self.out.append(f"&{name};")
+
+    def handle_charref(self, name) -> None:
+        self.out.append(f"&#{name};")
+
+
+def marked(html: str, terms) -> SafeString:
+    """`html` (the server's sanitized HTML of a message) with the words of `terms` marked."""
+    marker = _Marker(terms)
+    marker.feed(html)
+    marker.close()
+    return mark_safe("".join(marker.out))

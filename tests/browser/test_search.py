@@ -35,16 +35,17 @@ def test_a_person_searches_from_the_sidebar_and_opens_a_past_conversation_at_the
 
     result = page.locator(".search-result", has_text=DECISION).first
     result.wait_for()
-    assert re.fullmatch(r"Mina · conversation of \w{3} \d{1,2}", result.locator(".result-where").inner_text())
+    assert re.fullmatch(r"Mina · conversation of \w{3} \d{1,2}, \d{2}:\d{2}", result.locator(".result-where").inner_text())
     assert result.locator(".result-meta").inner_text().startswith("You")
     assert [m.inner_text() for m in result.locator("mark").all()] == ["offsite"]
     assert page.locator(".search-result mark", has_text="venue").count() == 0, "venue was never said"
     page.screenshot(path=str(ARTIFACTS / "search.png"), full_page=True)
 
     result.locator("a").click()
-    page.wait_for_url(re.compile(r"/c/\d+/m/[0-9a-f-]+/#m-[0-9a-f-]+$"))
+    page.wait_for_url(re.compile(r"/c/\d+/m/[0-9a-f-]+/\?q=offsite%20venue#m-[0-9a-f-]+$"))
     found = page.locator("#found")
     assert found.is_visible() and DECISION in found.inner_text()
+    assert [m.inner_text() for m in found.locator("mark").all()] == ["offsite"], "marked where it was found too"
     assert page.evaluate("document.querySelector('#found').contains(document.getElementById(location.hash.slice(1)))")
     assert page.evaluate("getComputedStyle(document.querySelector('#found > .msg')).outlineStyle") == "solid"
     assert found.bounding_box()["y"] < page.viewport_size["height"], "the message is in view"

@@ -50,10 +50,15 @@ def test_it_finds_an_old_decision_in_a_past_conversation_with_the_words_marked(a
     assert f"Mina · conversation of {ended.started_at:%b} {ended.started_at.day}" in html
     assert "<mark>decided</mark> on Lakeview Lodge for the <mark>offsite</mark>" in html
     link = reverse("message_in_context", args=[direct_channel.pk, decision.pk])
-    assert f'href="{link}#m-{decision.pk}"' in html
-    opened = signed_in(alice).get(link)
+    query = "what%20did%20we%20decide%20about%20the%20offsite%20venue%3F"
+    assert f'href="{link}?q={query}#m-{decision.pk}"' in html
+    opened = signed_in(alice).get(f"{link}?q={query}")
     assert opened.status_code == 200
-    assert f'id="m-{decision.pk}"' in opened.content.decode() and 'id="found"' in opened.content.decode()
+    found = opened.content.decode().split('id="found"', 1)[1].split("</article>", 1)[0]
+    assert f'id="m-{decision.pk}"' in found
+    # Opened at the message, with the words searched for marked there too.
+    assert "<p>We <mark>decided</mark> on Lakeview Lodge for the <mark>offsite</mark>.</p>" in found
+    assert "<mark>" not in opened.content.decode().split('id="found"', 1)[0], "only in the message found"
 
 
 def test_it_finds_chinese_words(alice, office, direct_channel):
@@ -151,3 +156,14 @@ def test_each_result_marks_the_searched_words_it_says_and_no_others(alice, offic
     assert "Lakeview Lodge, booked for the <mark>offsite</mark>." in html
     assert "The Harbour Loft is a good <mark>venue</mark>." in html
     assert "<mark>Lakeview" not in html and "<mark>Harbour" not in html
+
+
+def test_marking_the_words_found_leaves_tags_attributes_and_entities_alone():
+    from office.search_views import marked
+
+    html = '<p>The <a href="https://example.com/venue" title="venue">venue</a> &amp; venue&#39;s <code>venue()</code></p>'
+
+    assert marked(html, ["venu"]) == (
+        '<p>The <a href="https://example.com/venue" title="venue"><mark>venue</mark></a> &amp; <mark>venue</mark>&#39;s '
+        "<code><mark>venue</mark>()</code></p>"
+    )
