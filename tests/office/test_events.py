@@ -108,7 +108,7 @@ def test_the_session_frame_shows_the_newest_fifty_messages_with_their_seqs(direc
 
     assert set(frame) == {"type", "session", "messages", "seq"}
     assert frame["session"] == {
-        "id": session.pk, "tasks": 30, "started_at": session.started_at.isoformat(), "nudged": False
+        "id": session.pk, "tasks": 30, "started_at": session.started_at.isoformat(), "nudged": False, "carried_note_html": ""
     }
     assert frame["seq"] == 60
     shown = frame["messages"]
