@@ -74,14 +74,15 @@ def ask(session, turn: int, question: Question):
     return prompts.build_for_task(session=session, instruction=question.text, turn=turn)
 
 
-def time_search(session, questions: Sequence[Question], through: int, repeats: int = 5) -> list[float]:
-    """Milliseconds of one recall search per question (the fastest of `repeats`: the rest is the machine)."""
-    timings = []
-    for question in questions:
-        best = float("inf")
-        for _ in range(repeats):
-            started = time.perf_counter()
-            prompts.find_recall_candidates(session, question.text, through=through)
-            best = min(best, time.perf_counter() - started)
-        timings.append(best * 1000)
-    return timings
+def time_search(sessions: Sequence[tuple[object, int, Sequence[Question]]], repeats: int = 5) -> list[list[float]]:
+    """Milliseconds of one recall search per question, for each (session, through, questions): the
+    fastest of `repeats`, taken in rounds that visit every session in turn, so a busy moment of the
+    machine falls on every size alike (the sizes are compared as a ratio)."""
+    best = [[float("inf")] * len(questions) for _, _, questions in sessions]
+    for _ in range(repeats):
+        for timings, (session, through, questions) in zip(best, sessions):
+            for i, question in enumerate(questions):
+                started = time.perf_counter()
+                prompts.find_recall_candidates(session, question.text, through=through)
+                timings[i] = min(timings[i], (time.perf_counter() - started) * 1000)
+    return best

@@ -45,6 +45,7 @@ STOP_CHECK_SECONDS = 0.5
 
 FAILED_UNEXPECTEDLY = "Something went wrong on our side while working on this. Please try again."
 CONVERSATION_ENDED = "Stopped: a new conversation was started while this was being answered."
+ENDED_BEFORE = "Stopped: a new conversation was started before this was answered."
 # An all-hands message the router found nobody needs to answer: the task is done, and says so.
 NOBODY_ANSWERED = "No one had anything to add."
 
@@ -80,8 +81,8 @@ def abandoned_tasks(session, *, before: int) -> list[int]:
 
 
 def next_in_line(task_id: int) -> int | None:
-    """The queued task of the same conversation that comes next after this one, if this one is no
-    longer queued or running (it ended, or is gone): the task to send now."""
+    """The queued task of the same conversation that comes next after this one, if this one has
+    ended (None while it is queued or running, or when it is gone): the task to send now."""
     task = Task.objects.filter(pk=task_id).values("session_id", "turn", "status").first()
     if task is None or task["status"] in (Task.Status.QUEUED, Task.Status.RUNNING):
         return None
@@ -169,7 +170,9 @@ def claim(task_id: int) -> Task | None:
     """Take the task: a queued one, or a running one whose worker's lease has run out."""
     now = timezone.now()
     taken = {"lease_until": now + lease(), "attempts": F("attempts") + 1}
-    if earlier_task_working(task_id, now):
+    if stop_if_ended(task_id):
+        return None
+    if earlier_task_working(task_id):
         # One task at a time in a session: this one's prompt must see the earlier one finished.
         raise TaskBusy(retry_in=1.0, behind_earlier=True)
     if not Task.objects.filter(pk=task_id, status=Task.Status.QUEUED).update(
@@ -191,15 +194,30 @@ def claim(task_id: int) -> Task | None:
     return task
 
 
-def earlier_task_working(task_id: int, now) -> bool:
-    """Is an earlier task of the same session queued, or running with a live lease?"""
+def earlier_task_working(task_id: int) -> bool:
+    """Is an earlier task of the same session still to finish: queued, or running (a running
+    one whose lease ran out too: its worker died, and the sweep or the chain resumes it first,
+    so a later task never overtakes it)?"""
     this = Task.objects.filter(pk=task_id).order_by()  # no default ordering: it joins the session
     # One statement: every task claims through here, a hundred of them at once in a burst.
     return Task.objects.filter(
-        Q(status=Task.Status.QUEUED) | Q(status=Task.Status.RUNNING, lease_until__gte=now),
+        status__in=(Task.Status.QUEUED, Task.Status.RUNNING),
         session_id=Subquery(this.values("session_id")),
         turn__lt=Subquery(this.values("turn")),
     ).exists()
+
+
+def stop_if_ended(task_id: int) -> bool:
+    """Stop a queued task whose conversation was ended before it ran (its reply would have nowhere
+    to go, and its model call would be paid for nothing). True when it stopped it."""
+    now = timezone.now()
+    ended = Task.objects.filter(pk=task_id, status=Task.Status.QUEUED).exclude(session__status=Session.Status.ACTIVE)
+    if not ended.update(status=Task.Status.STOPPED, error=ENDED_BEFORE, finished_at=now):
+        return False
+    task = Task.objects.select_related("session").get(pk=task_id)
+    log.info("task %s: its conversation was ended before it ran; stopped", task_id)
+    events.send_event(task.session.channel_id, "task", **task_json(task))
+    return True
 
 
 def work_as(task: Task, slug: str, provider: Provider) -> str:
@@ -308,11 +326,8 @@ def say_once(task: Task, slug: str, text: str) -> None:
 def store_reply(task: Task, slug: str, completion: Completion, provider: Provider, *, coworker: Coworker | None = None) -> None:
     """Store one model step (text and tool calls) and add its usage and cost to the task (and to the
     coworker's usage, call by call)."""
-    if completion.text.strip() or completion.tool_calls:
-        post_message(
-            session=task.session, turn=task.turn, role=Message.Role.ASSISTANT, content=completion.text,
-            tool_calls=completion.tool_calls, coworker=slug,
-        )
+    # The call is paid for whether or not its text can still be stored (a conversation ended
+    # meanwhile refuses it), so its usage is counted first.
     usage = completion.usage
     spending.record_call(
         office_id=task.session.channel.office_id, task=task, coworker=coworker, slug=slug, completion=completion, provider=provider
@@ -328,12 +343,17 @@ def store_reply(task: Task, slug: str, completion: Completion, provider: Provide
     )
     if cost is not None:
         Task.objects.filter(pk=task.pk).update(cost_usd=Coalesce(F("cost_usd"), Decimal("0")) + cost)
+    if completion.text.strip() or completion.tool_calls:
+        post_message(
+            session=task.session, turn=task.turn, role=Message.Role.ASSISTANT, content=completion.text,
+            tool_calls=completion.tool_calls, coworker=slug,
+        )
 
 
 def finish(task: Task, status: str, error: str = "") -> Task | None:
     """End the task, if this attempt still holds it (None when another attempt took it over)."""
     now = timezone.now()
-    held = Task.objects.filter(pk=task.pk, attempts=task.attempts)
+    held = Task.objects.filter(pk=task.pk, attempts=task.attempts, status=Task.Status.RUNNING)
     if not held.update(status=status, error=error, finished_at=now, lease_until=None):
         log.warning("task %s: attempt %s no longer holds it; leaving it to the attempt that does", task.pk, task.attempts)
         return None

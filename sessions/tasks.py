@@ -67,9 +67,20 @@ def run_task(task_id: int) -> None:
         if not busy.behind_earlier and settings.BACKGROUND_WORK == "celery":
             raise
         log.info("task %s: not now (%s)", task_id, busy)
-        return
-    if (following := pipeline.next_in_line(task_id)) is not None:
-        run_task.enqueue(following)
+    finally:
+        # Whatever became of this delivery: the next task goes once this one has ended (a
+        # failure that left it queued or running passes nothing on; the sweep sends it again).
+        _pass_the_turn(task_id)
+
+
+def _pass_the_turn(task_id: int) -> None:
+    """Send the conversation's next task. Best effort, and never in the way of the delivery's own
+    outcome (this runs in a `finally`): what it fails to send, the sweep sends."""
+    try:
+        if (following := pipeline.next_in_line(task_id)) is not None:
+            run_task.enqueue(following)
+    except Exception:  # the database or the broker unreachable: any failure here has the same remedy
+        log.exception("task %s: could not send the next task of its conversation; the sweep will", task_id)
 
 
 @job()

@@ -264,7 +264,8 @@ def _handed_on(text: str, source: str) -> tuple[str, str]:
         return text, source
     if match["meeting"]:
         return text[match.end():], f"from the meeting “{match['meeting']}”"
-    return text[match.end():], re.sub(r"^you said", f"{match['by']} said", source)
+    said_by = f"{match['by']} said" + source.removeprefix("you said") if source.startswith("you said") else source
+    return text[match.end():], said_by
 
 
 def _said_on(day: str) -> str:

@@ -240,6 +240,16 @@ def test_what_a_coworker_handed_on_or_a_meeting_sent_is_theirs_not_what_you_said
     assert press.text == f"{FOUND}\n\n- The press release goes out on May 5 (from the meeting “Launch go/no-go”)"
     assert "（Mina在12月3日說的）" in in_chinese.text
 
+
+def test_a_sender_named_with_a_backslash_is_quoted_not_read_as_a_pattern():
+    earlier = (HumanMessage("Handoff from dev\\ops: The build is green again."), AIMessage("Good to hear."))
+    payload = {"turns": [3], "said_on": ["2026-12-03"]}
+
+    completion = OfflineResponder().complete(ask("Is the build green?", *earlier, payload=payload))
+
+    assert completion.text == f"{FOUND}\n\n- The build is green again (dev\\ops said this on Dec 3)"
+
+
 def test_it_answers_from_what_a_person_said_never_from_a_reply():
     earlier = (
         HumanMessage("The landing page goes live on May 4. Draft a tagline for it."),

@@ -167,3 +167,12 @@ def test_marking_the_words_found_leaves_tags_attributes_and_entities_alone():
         '<p>The <a href="https://example.com/venue" title="venue"><mark>venue</mark></a> &amp; <mark>venue</mark>&#39;s '
         "<code><mark>venue</mark>()</code></p>"
     )
+
+
+def test_a_message_too_large_to_mark_quickly_is_shown_as_it_is():
+    from office.search_views import MARKED_HTML_CHARS, marked
+
+    html = "<pre><code>" + "venue = 1\n" * (MARKED_HTML_CHARS // 10) + "</code></pre>"
+
+    assert marked(html, ["venu"]) == html
+    assert "<mark>" in marked("<p>the venue</p>", ["venu"]), "a message of ordinary size is marked"

@@ -120,14 +120,50 @@ def test_a_model_failure_fails_the_task_with_a_message_the_user_understands(dire
     assert frames[-1] == {"type": "task", "id": done.pk, "turn": 1, "status": "failed", "error": done.error, "coworker": "mina"}
 
 
+def new_conversation_during_the_call(provider, channel):
+    """The provider, with "New conversation" pressed (in another tab) while its first reply is asked for."""
+    complete = provider.complete
+
+    def complete_after_a_new_conversation(request, **kwargs):
+        if not provider.requests:
+            services.start_session(channel=channel)
+        return complete(request, **kwargs)
+
+    provider.complete = complete_after_a_new_conversation
+    return provider
+
+
 def test_a_new_conversation_started_while_a_reply_runs_stops_it_and_says_why(direct_channel, frames, no_background, caplog):
     task = posting.post_instruction(channel=direct_channel, text="Hello")
-    services.start_session(channel=direct_channel)  # "New conversation", from another tab
+    provider = new_conversation_during_the_call(ScriptedProvider([Reply("Hi there")]), direct_channel)
 
-    done = pipeline.run_task(task.pk, provider=ScriptedProvider([Reply("Hi there")]))
+    done = pipeline.run_task(task.pk, provider=provider)
 
     assert done.status == Task.Status.STOPPED and done.error == pipeline.CONVERSATION_ENDED
     assert not [r for r in caplog.records if r.levelname == "ERROR"], "not a failure with a traceback"
+
+
+def test_what_was_queued_in_an_ended_conversation_stops_without_a_model_call_and_the_paid_call_is_counted(
+    direct_channel, frames, no_background, monkeypatch
+):
+    from sessions import tasks
+
+    first, second, third = (posting.post_instruction(channel=direct_channel, text=f"Step {n}") for n in (1, 2, 3))
+    provider = new_conversation_during_the_call(ScriptedProvider([Reply("one"), Reply("two"), Reply("three")]), direct_channel)
+    monkeypatch.setattr(pipeline, "get_provider", lambda: provider)
+    no_background.clear()
+
+    tasks.run_task(first.pk)
+    for following in no_background:  # each delivery as the queue hands it on (the list grows as they run)
+        tasks.run_task(following)
+
+    first, second, third = (Task.objects.get(pk=t.pk) for t in (first, second, third))
+    assert len(provider.requests) == 1, "only the reply already under way was asked for"
+    assert (first.status, first.error) == (Task.Status.STOPPED, pipeline.CONVERSATION_ENDED)
+    assert first.output_tokens > 0, "its model call was paid for, and is counted though its text had nowhere to go"
+    assert [(t.status, t.error) for t in (second, third)] == [(Task.Status.STOPPED, pipeline.ENDED_BEFORE)] * 2
+    assert no_background == [second.pk, third.pk], "each passed the turn on"
+    assert {"type": "task", "id": third.pk, "turn": 3, "status": "stopped", "error": pipeline.ENDED_BEFORE, "coworker": "mina"} in frames
 
 
 def test_the_partial_reply_of_a_broken_stream_is_kept(direct_channel, frames, no_background):
@@ -259,6 +295,38 @@ def test_a_burst_in_one_conversation_waits_without_holding_a_reply_thread_and_pa
     pipeline.request_stop(Task.objects.get(pk=second.pk))  # stopped while queued
     tasks.run_task(second.pk)
     assert no_background == [second.pk, third.pk], "a stopped one passes the turn on too"
+
+def test_a_later_task_never_overtakes_one_whose_worker_died(direct_channel, frames, no_background):
+    first, second = (posting.post_instruction(channel=direct_channel, text=f"Step {n}") for n in (1, 2))
+    pipeline.claim(first.pk)
+    Task.objects.filter(pk=first.pk).update(lease_until=timezone.now() - timedelta(seconds=5))  # the worker died
+
+    with pytest.raises(pipeline.TaskBusy):
+        pipeline.claim(second.pk)  # the sweep may send it before the first
+
+    assert pipeline.claim(first.pk) is not None, "the first is resumed"
+    assert Task.objects.get(pk=second.pk).status == Task.Status.QUEUED
+
+
+def test_a_failure_after_the_reply_is_whole_leaves_it_done_and_passes_the_turn_on(direct_channel, frames, no_background, monkeypatch):
+    from sessions import tasks
+
+    first, second = (posting.post_instruction(channel=direct_channel, text=f"Step {n}") for n in (1, 2))
+    monkeypatch.setattr(pipeline, "get_provider", lambda: ScriptedProvider([Reply("Done.")]))
+
+    def broken_listener(sender, task, **kwargs):
+        raise RuntimeError("a listener of finished tasks failed")
+
+    pipeline.task_finished.connect(broken_listener, dispatch_uid="broken-listener")
+    try:
+        no_background.clear()
+        tasks.run_task(first.pk)
+    finally:
+        pipeline.task_finished.disconnect(dispatch_uid="broken-listener")
+
+    assert Task.objects.get(pk=first.pk).status == Task.Status.DONE, "not turned into a failure afterwards"
+    assert no_background == [second.pk]
+
 
 def test_a_task_abandoned_by_a_restarted_server_is_sent_again_with_the_next_instruction(
     direct_channel, frames, no_background, settings
