@@ -31,8 +31,12 @@ STOPWORDS = frozenset(
     that's there's what's all any some more most such only own same than up out again once
     get got make sure ok okay""".split()
 )
-# Single CJK characters that carry no topic; bigrams containing them still count.
-CJK_STOPCHARS = frozenset("的了是在我你他她它們和與及也就都而之這那有個嗎呢吧啊呀喔哦很要會把被給讓說著過為以對從到還又或")
+# Single CJK characters that carry no topic: particles, pronouns, and (as English's "what", "who",
+# "can", "please") the question words, modals and 請. A bigram or jieba word made only of them
+# carries none either (什麼, 我們, 可以, 這個); one with any other character still counts (能力).
+# A question's 什麼 and 可以 had matched every other question and request: a paraphrased
+# question recalled forty of them ahead of its answer (docs/context.md, "Recall").
+CJK_STOPCHARS = frozenset("的了是在我你他她它們和與及也就都而之這那有個嗎呢吧啊呀喔哦很要會把被給讓說著過為以對從到還又或什麼哪誰怎可能請")
 # Kept tiny and predictable: words that mean the same thing in this app's talk.
 SYNONYMS = {"cost": "price", "fee": "price"}
 
@@ -93,6 +97,10 @@ def chinese_segments(run: str) -> list[str]:
     return [word for piece in pieces for word in _segmenter().lcut(piece)]
 
 
+def _says_nothing(word: str) -> bool:
+    return all(char in CJK_STOPCHARS for char in word)
+
+
 def tokens(text: str) -> list[str]:
     """Lowercased, stemmed words without stopwords; numbers and prices whole; CJK as chars,
     bigrams and jieba's longer words.
@@ -112,9 +120,9 @@ def tokens(text: str) -> list[str]:
             for i, char in enumerate(run):
                 if char not in CJK_STOPCHARS:
                     out.append(char)
-                if i + 1 < len(run):
+                if i + 1 < len(run) and not _says_nothing(run[i : i + 2]):
                     out.append(run[i : i + 2])
-            out.extend(chinese_words(run))
+            out.extend(word for word in chinese_words(run) if not _says_nothing(word))
         else:
             word = match.group("word")
             if word not in STOPWORDS:

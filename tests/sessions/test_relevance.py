@@ -37,6 +37,16 @@ def test_it_splits_chinese_into_characters_and_bigrams():
     assert tokens("價") == ["價"]
 
 
+def test_chinese_question_words_and_modals_are_stopwords_as_english_ones_are():
+    """"什麼時候可以開始" searches 時候 and 開始, as "When can we start" searches "start":
+    a question's 什麼 and 可以 match every other question and request."""
+    words = set(tokens("我們什麼時候可以開始？"))
+
+    assert words.isdisjoint({"什", "麼", "什麼", "可", "可以", "我們", "們什"}) and {"時候", "開始", "始"} <= words
+    assert "能力" in tokens("他的能力很強"), "a word with a character of its own still counts"
+    assert tokens("When can we start?") == ["start"]
+
+
 # Index
 
 
