@@ -19,7 +19,7 @@ from django.shortcuts import get_object_or_404, render
 from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.utils.dateformat import format as format_date
-from django.utils.html import escape
+from django.utils.html import escape, format_html
 from django.utils.safestring import SafeString, mark_safe
 
 from sessions import relevance, search
@@ -89,19 +89,35 @@ def found_messages(query: str, channels, *, viewer: int | None) -> list[dict]:
                 # Plain words, as past conversations are previewed: a reply's markdown marks mean nothing in a line.
                 "snippet": highlighted(plain_words(_searchable(message)), hit.matched),
                 "active": message.session.status == Session.Status.ACTIVE,
-                "where": conversation_title(channel, message.session),
+                "where": conversation_heading(channel, message.session),
             }
         )
     return results
 
 
 def conversation_title(channel: Channel, session: Session) -> str:
-    """"Launch sync · this conversation", "Mina · conversation of Dec 1, 09:30": the channel, then
-    which of its conversations (by when it began: two of one day are told apart)."""
-    name = channel.coworker.name if channel.kind == Channel.Kind.DIRECT and channel.coworker else channel.name
+    """"Launch sync · current conversation", "Mina · conversation of Dec 1, 09:30" (server time, for
+    a page's <title>): the channel, then which of its conversations (by when it began: two of one
+    day are told apart)."""
+    name = _channel_name(channel)
     if session.status == Session.Status.ACTIVE:
-        return f"{name} · this conversation"
+        return f"{name} · current conversation"
     return f"{name} · conversation of {format_date(session.started_at, 'M j, H:i')}"
+
+
+def conversation_heading(channel: Channel, session: Session) -> SafeString:
+    """conversation_title as the page shows it: the time a <time> the page gives in the reader's
+    own zone and format, as it does every message's."""
+    if session.status == Session.Status.ACTIVE:
+        return format_html("{}", conversation_title(channel, session))
+    return format_html(
+        '{} · conversation of <time datetime="{}" data-with-day>{}</time>',
+        _channel_name(channel), session.started_at.isoformat(), format_date(session.started_at, "M j, H:i"),
+    )
+
+
+def _channel_name(channel: Channel) -> str:
+    return channel.coworker.name if channel.kind == Channel.Kind.DIRECT and channel.coworker else channel.name
 
 
 def _instruction_origins(instructions: list[Message]) -> dict[tuple[int, int], dict]:
@@ -170,6 +186,7 @@ def message_in_context(request: HttpRequest, channel_id: int, message_id: uuid.U
             "session": session,
             "target": target,
             "title": conversation_title(channel, session),
+            "heading": conversation_heading(channel, session),
             "results_url": _results_url(request, channel.office.slug),
             "history": messages,
             "more_before": messages and messages[0].position > 1,

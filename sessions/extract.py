@@ -437,20 +437,21 @@ def remember_request(sentence: str) -> str | None:
     return (match.group(1) or match.group(2)).strip() if match else None
 
 
+def forget_request(sentence: str) -> str | None:
+    """What a "forget that …" sentence asks to forget ("I no longer like emojis" asks to forget
+    "I like emojis"); None for any other sentence."""
+    text = strip_chatter(sentence).rstrip(" .。!！")
+    if match := _FORGET.match(text):
+        return (match.group(1) or match.group(2)).strip() or None
+    if _NO_LONGER.search(text) and not DECISION.search(text):
+        return _NO_LONGER.sub(" ", text).strip() or None
+    return None
+
+
 def forget_requests(task: TaskRecords) -> list[str]:
     """What the user asked to forget in this task: "forget the launch date" -> "the launch date"."""
-    out: list[str] = []
-    for record in task.records:
-        if record.role != "user":
-            continue
-        for sentence in split_sentences(record.content):
-            text = strip_chatter(sentence).rstrip(" .。!！")
-            if match := _FORGET.match(text):
-                out.append((match.group(1) or match.group(2)).strip())
-            elif _NO_LONGER.search(text) and not DECISION.search(text):
-                # "I no longer like emojis" asks to forget "I like emojis".
-                out.append(_NO_LONGER.sub(" ", text).strip())
-    return [text for text in out if text]
+    said = (sentence for record in task.records if record.role == "user" for sentence in split_sentences(record.content))
+    return [text for sentence in said if (text := forget_request(sentence))]
 
 
 def match_forget(text: str, similar: Sequence[Existing]) -> Decision:

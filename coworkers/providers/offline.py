@@ -18,7 +18,7 @@ from typing import Any
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
 from sessions.context import MEMORY_HEADER, RECALL_HEADER, SUMMARY_END, SUMMARY_FRAME, SUMMARY_HEADER
-from sessions.extract import extract_candidates, forget_requests, remember_request, states_fact
+from sessions.extract import extract_candidates, forget_request, forget_requests, remember_request, states_fact
 from sessions.history import Record, TaskRecords, ToolCall
 from sessions.relevance import Index, shorten, similarity, split_sentences, stem, strip_chatter, tokens
 from sessions.summarize import MONTHS, PAST, QUESTION, QUESTION_CHARS, summarize_extractively
@@ -368,6 +368,10 @@ def _said_lines(text: str, source: str) -> Iterator[_Line]:
         sentence = sentence.strip()
         if sentence in leads or sentence in code_lines:
             continue  # said with its code already, or code itself
+        if forget_request(sentence):
+            continue  # "Forget that the beta goes live on Friday" says it no longer holds
+        if told := remember_request(sentence):
+            sentence = told[:1].upper() + told[1:]  # "Remember that X" told X
         if asks_for_work(sentence) or _REQUEST_START.match(sentence) or not states_fact(sentence):
             continue
         yield _Line(sentence, source)
@@ -743,7 +747,15 @@ _HANDOFF_REQUEST = re.compile(
 
 def _handoff_call(request: CompletionRequest) -> tuple[str, tuple[ToolCall, ...]] | None:
     instruction = _asked_for(request, "handoff", "coworker", "brief")
-    match = _HANDOFF_REQUEST.search(instruction) if instruction is not None else None
+    if instruction is None:
+        return None
+    match, before = _HANDOFF_REQUEST.search(instruction), ""
+    if match is None:
+        # "The signup form needs email validation. Hand this off to Theo.": the request comes last,
+        # and what it hands on is what came before it.
+        *earlier, last = split_sentences(instruction) or [""]
+        match = _HANDOFF_REQUEST.search(last.strip()) if earlier else None
+        before = " ".join(sentence.strip() for sentence in earlier)
     if match is None:
         return None
     who = match["who"] or match["zh_who"]
@@ -752,7 +764,7 @@ def _handoff_call(request: CompletionRequest) -> tuple[str, tuple[ToolCall, ...]
     said = (match["brief"] or match["zh_brief"] or "").strip().rstrip(".!。！").strip()
     # "hand the pricing page to Theo" hands on the pricing page; "hand this to Theo: …" what follows.
     named = what if what.lower() not in ("this", "it") else ""
-    brief = ": ".join(part for part in (named, said) if part) or request.instruction.strip()
+    brief = ": ".join(part for part in (named, said) if part) or before or request.instruction.strip()
     call = ToolCall(id=_call_id(request), name="handoff", args={"coworker": who, "brief": brief})
     return f"I'm handing this to {who}, as you asked.", (call,)
 

@@ -750,7 +750,10 @@ const INSTRUCTION_ERRORS = new Set(["empty", "too_long", "not_member"]);
 
 function showError(frame) {
   const text = banner.querySelector(".banner-text");
-  text.replaceChildren(el("span", { text: frame.detail || "Something went wrong." }), frame.code ? el("span", { class: "code", text: ` (${frame.code})` }) : null);
+  // The code is for a bug report, not for people: shown only when there are no words to show.
+  const code = !frame.detail && frame.code ? el("span", { class: "code", text: ` (${frame.code})` }) : null;
+  text.replaceChildren(el("span", { text: frame.detail || "Something went wrong." }), ...(code ? [code] : []));
+  banner.dataset.code = frame.code || "";
   banner.hidden = false;
   for (const button of history.querySelectorAll("[data-regenerate][data-sent]")) {
     // Refused (the rate limit, say): the button is there to try again.
@@ -768,6 +771,7 @@ function showError(frame) {
       if (!input.value.trim()) {
         input.value = pending.text;
         autosize();
+        updateSend(); // the text is back: it can be sent again as it is
       }
     }
   }

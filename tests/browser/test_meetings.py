@@ -138,6 +138,14 @@ def test_a_project_from_the_button_to_a_reply(server, demo, browser):
     reply.wait_for(timeout=30_000)
     assert reply.locator(".who").inner_text() == "Theo"
     page.screenshot(path=str(ARTIFACTS / "project-reply.png"))
+
+    # A question for a coworker outside the project is refused in words, and given back to send again.
+    send(page, "@Mina can you check the launch copy?")
+    banner = page.locator(".banner-text")
+    banner.wait_for(timeout=10_000)
+    assert banner.inner_text() == "Mina is not in #Website refresh. Ask Iris or Theo here, or Mina in their 1:1."
+    assert page.locator(".composer textarea").input_value() == "@Mina can you check the launch copy?"
+    assert page.locator("#send").is_enabled(), "the text given back can be sent again as it is"
     context.close()
 
 

@@ -35,8 +35,10 @@ def test_a_person_searches_from_the_sidebar_and_opens_a_past_conversation_at_the
 
     result = page.locator(".search-result", has_text=DECISION).first
     result.wait_for()
-    assert re.fullmatch(r"Mina · conversation of \w{3} \d{1,2}, \d{2}:\d{2}", result.locator(".result-where").inner_text())
+    assert re.fullmatch(r"Mina · conversation of \w{3} \d{1,2}, \d{1,2}:\d{2}(?: [AP]M)?", result.locator(".result-where").inner_text())
     assert result.locator(".result-meta").inner_text().startswith("You")
+    began, said = (result.locator(f"{part} time").inner_text() for part in (".result-where", ".result-meta"))
+    assert began.endswith(("AM", "PM")) == said.endswith(("AM", "PM")), "both times in the reader's own clock"
     assert [m.inner_text() for m in result.locator("mark").all()] == ["offsite"]
     assert page.locator(".search-result mark", has_text="venue").count() == 0, "venue was never said"
     page.screenshot(path=str(ARTIFACTS / "search.png"), full_page=True)

@@ -102,6 +102,10 @@ def test_offline_the_same_flows_work(office, mina, theo, direct_channel, frames,
         ("@Mina please pass the pricing page over to Theo, it needs a table", "the pricing page: it needs a table"),
         ("Please hand off the signup page build to Theo.", "the signup page build"),
         ("Hand the booth shipping checklist over to Theo.", "the booth shipping checklist"),
+        (
+            "The signup form needs email validation before launch. Hand this off to Theo.",
+            "The signup form needs email validation before launch.",
+        ),
     ],
 )
 def test_offline_a_handoff_asked_in_other_plain_words_is_made(asked, brief, office, mina, theo, direct_channel, frames, no_background, monkeypatch):

@@ -250,6 +250,22 @@ def test_a_sender_named_with_a_backslash_is_quoted_not_read_as_a_pattern():
     assert completion.text == f"{FOUND}\n\n- The build is green again (dev\\ops said this on Dec 3)"
 
 
+def test_what_a_person_asked_to_remember_is_quoted_without_the_request_and_what_they_asked_to_forget_not_at_all():
+    earlier = (
+        HumanMessage("Remember that our launch budget is $40,000."),
+        AIMessage("Noted: our launch budget is $40,000."),
+        HumanMessage("Forget that the beta goes live on Friday."),
+        AIMessage("Okay, I'll forget that the beta goes live on Friday."),
+    )
+    payload = {"turns": [3, 4], "said_on": ["2026-12-03", "2026-12-03"]}
+
+    budget = OfflineResponder().complete(ask("What is our launch budget?", *earlier, payload=payload))
+    beta = OfflineResponder().complete(ask("When does the beta go live?", *earlier, payload=payload))
+
+    assert budget.text == f"{FOUND}\n\n- Our launch budget is $40,000 (you said this on Dec 3)"
+    assert "Friday" not in beta.text
+
+
 def test_it_answers_from_what_a_person_said_never_from_a_reply():
     earlier = (
         HumanMessage("The landing page goes live on May 4. Draft a tagline for it."),

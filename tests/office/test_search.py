@@ -47,7 +47,8 @@ def test_it_finds_an_old_decision_in_a_past_conversation_with_the_words_marked(a
     assert page.status_code == 200
     html = page.content.decode()
     ended = decision.session
-    assert f"Mina · conversation of {ended.started_at:%b} {ended.started_at.day}" in html
+    # The time the conversation began, for the page to give in the reader's own zone.
+    assert f'Mina · conversation of <time datetime="{ended.started_at.isoformat()}" data-with-day>{ended.started_at:%b} {ended.started_at.day},' in html
     assert "<mark>decided</mark> on Lakeview Lodge for the <mark>offsite</mark>" in html
     link = reverse("message_in_context", args=[direct_channel.pk, decision.pk])
     query = "what%20did%20we%20decide%20about%20the%20offsite%20venue%3F"
@@ -122,8 +123,8 @@ def test_a_result_is_titled_by_its_channel_and_which_conversation(alice, office,
     html = search(client, office, "offsite").content.decode()
     opened = client.get(reverse("message_in_context", args=[main_channel.pk, found.pk])).content.decode()
 
-    assert f'<span class="result-where">{main_channel.name} · this conversation</span>' in html
-    assert f"<h1>{main_channel.name} · this conversation</h1>" in opened
+    assert f'<span class="result-where">{main_channel.name} · current conversation</span>' in html
+    assert f"<h1>{main_channel.name} · current conversation</h1>" in opened
     assert "Earlier in the conversation with" not in opened and "# " not in opened.split("<h1>")[1].split("</h1>")[0]
 
 
