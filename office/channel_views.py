@@ -42,6 +42,7 @@ class MeetingForm(forms.Form):
     coworkers = CoworkerChoices(
         queryset=None,
         widget=forms.CheckboxSelectMultiple,
+        help_text=f"Two to {meetings.MAX_PARTICIPANTS}.",
         error_messages={
             "required": "Pick at least two coworkers: a meeting is a conversation between them.",
             "invalid_choice": "Pick coworkers of this office.",

@@ -21,7 +21,7 @@ from django.urls import reverse
 from coworkers.routing import team_of
 from coworkers.providers import offline_responder_answers
 from sessions import relevance
-from sessions.senders import person_names, sent_by, written_by
+from sessions.senders import asked_again, person_names, sent_by, written_by
 from sessions.meetings import NOTES_MARK  # a meeting's notes: the one notice shown formatted, with its links
 from sessions.models import MemoryItem, Message, Session, SummaryVersion, Task
 
@@ -451,6 +451,7 @@ def _prepare_history(channel: Channel, session: Session | None, messages: list[M
             origin = origins.get(message.turn)
             message.sent_by = written_by(origin, names, people, viewer)
             message.handed_on = bool(sent_by(origin, names))
+            message.asked_again = asked_again(origin)
         elif message.role == Message.Role.TOOL:
             message.tool_name = call_names.get(message.tool_call_id, "")
     return reports

@@ -77,4 +77,11 @@ def with_sender(payload: dict, origin: dict | None, names: dict[str, str], peopl
         payload["sent_by"] = who
     elif (person := author(origin)) is not None:
         payload["author"] = {"id": person, "name": people.get(person) or FORMER_MEMBER}
+    if asked_again(origin):
+        payload["asked_again"] = True
     return payload
+
+
+def asked_again(origin: dict | None) -> bool:
+    """Is this instruction an earlier one sent again with Regenerate (the same words, a new reply)?"""
+    return isinstance(origin, dict) and bool(origin.get("regenerates"))

@@ -123,6 +123,7 @@ function userElement(message, html) {
       { class: "bubble" },
       el("header", {}, el("span", { class: "who", text: message.sent_by || othersName(message) || "You" }), " ", timeElement(message.created_at), el("span", { class: "task-state", "data-task-state": true })),
       text,
+      message.asked_again ? el("p", { class: "origin", text: "Asked again with Regenerate: a new reply, the earlier one kept above" }) : null,
     ),
   );
 }

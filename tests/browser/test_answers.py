@@ -117,6 +117,8 @@ def test_regenerate_asks_the_last_instruction_again_and_keeps_the_old_reply(serv
     users = page.locator(".msg.user .text")
     assert users.nth(0).inner_text() == users.nth(1).inner_text() == "Draft three taglines for the spring launch"
     assert page.locator(".msg.assistant:not(.steps)").nth(0).locator(".text").inner_text() == first_text, "the old reply stays"
+    again = "Asked again with Regenerate: a new reply, the earlier one kept above"
+    assert [u.locator(".origin").all_inner_texts() for u in page.locator(".msg.user").all()] == [[], [again]], "not a second question"
     # The button moved to the new last reply.
     second.locator("[data-regenerate]").wait_for(timeout=5_000)
     assert page.locator("[data-regenerate]").count() == 1
@@ -124,6 +126,9 @@ def test_regenerate_asks_the_last_instruction_again_and_keeps_the_old_reply(serv
     mina = Channel.objects.get(kind="direct", coworker__slug="mina")
     tasks = list(Task.objects.filter(session__channel=mina).order_by("turn"))
     assert [t.turn for t in tasks] == [1, 2] and tasks[1].origin["regenerates"] == 1
+    page.reload()
+    page.locator(".msg.user").nth(1).wait_for()
+    assert page.locator(".msg.user").nth(1).locator(".origin").inner_text() == again, "as the page shows it after a reload"
     context.close()
 
 
