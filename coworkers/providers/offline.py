@@ -37,6 +37,8 @@ from .base import (
 # What every completion it makes says it was made by: no model was called, so nothing is billed.
 MODEL = "offline"
 NOTHING_YET, NOTHING_YET_ZH = "I don't have anything on that yet.", "這件事我這裡還沒有資料。"
+ASKED_BEFORE = "I can't read what was answered without a model, but you asked about this before:"
+ASKED_BEFORE_ZH = "沒有模型我讀不出當時的回答，不過你之前問過這件事："
 NOTHING_TO_ADD = "Nothing to add from me."
 # News the person states: kept in memory after the task, or not.
 NOTED, NOTED_ZH = "Thanks, noted.", "收到，記下了。"
@@ -103,6 +105,7 @@ class _Line:
     source: str  # "from memory", "from the summary", "you said this on Dec 1", ...
     tag: str = ""  # searched but not quoted: a memory item's kind ("decision")
     code: str = ""  # a fenced code block a person wrote, quoted whole under the line
+    asked: bool = False  # a request ("Draft three taglines…"): never an answer, only what was asked
 
     @property
     def searchable(self) -> str:
@@ -297,7 +300,7 @@ def _context_lines(text: str) -> Iterator[_Line]:
         if person is not None:
             # Inside a code block the person wrote, "Content-Type: text/html" is code, not a speaker.
             if not fenced and (_SPEAKER.match(line) or _EXCHANGE.match(line) or line.startswith(_TOP_HEADERS)):
-                yield from _said_lines("\n".join(person).strip(), exchange)
+                yield from _said_lines("\n".join(person).strip(), exchange, requests=True)
                 person = None
             else:
                 person.append(raw)  # as written: a code block keeps its indentation
@@ -349,12 +352,13 @@ def _context_lines(text: str) -> Iterator[_Line]:
         elif section == "summary" and part == "summary":
             yield _Line(_BULLET.sub("", line), FROM_SUMMARY)
     if person is not None:
-        yield from _said_lines("\n".join(person).strip(), exchange)
+        yield from _said_lines("\n".join(person).strip(), exchange, requests=True)
 
 
-def _said_lines(text: str, source: str) -> Iterator[_Line]:
+def _said_lines(text: str, source: str, *, requests: bool = False) -> Iterator[_Line]:
     """The sentences of what a person said that state something (not questions, not requests), and
-    the code blocks they wrote, each under the sentence that led into it."""
+    the code blocks they wrote, each under the sentence that led into it; with `requests` (a
+    recalled exchange, which the person no longer sees above), its requests too, marked `asked`."""
     text, source = _handed_on(text, source)
     leads, code_lines = set(), set()
     for before, language, code in _code_blocks(text):
@@ -372,9 +376,11 @@ def _said_lines(text: str, source: str) -> Iterator[_Line]:
             continue  # "Forget that the beta goes live on Friday" says it no longer holds
         if told := remember_request(sentence):
             sentence = told[:1].upper() + told[1:]  # "Remember that X" told X
-        if asks_for_work(sentence) or _REQUEST_START.match(sentence) or not states_fact(sentence):
-            continue
-        yield _Line(sentence, source)
+        if asks_for_work(sentence) or _REQUEST_START.match(sentence):
+            if requests:
+                yield _Line(sentence, source, asked=True)
+        elif states_fact(sentence):
+            yield _Line(sentence, source)
 
 
 def asks_for_work(sentence: str) -> bool:
@@ -498,6 +504,7 @@ def _reply(request: CompletionRequest) -> str:
     dates = request.payload.get("said_on")
     lines = [line for block in request.system for line in _context_lines(block)]
     lines += _message_lines(request.messages[:current], dates if isinstance(dates, Sequence) else None)
+    lines, requests = [line for line in lines if not line.asked], [line for line in lines if line.asked]
     fresh = [line for line in lines if _stated(line.text) not in said_here]
     brief = request.payload.get("channel_kind") == "all_hands"
     producing = _asks_to_produce(instruction)
@@ -514,7 +521,13 @@ def _reply(request: CompletionRequest) -> str:
     if not found:
         if len(fresh) < len(lines) and _relevant_lines(instruction, lines):
             return NOTHING_TO_ADD
-        return _noted(instruction, said_here, chinese) or (NOTHING_YET_ZH if chinese else NOTHING_YET)
+        if noted := _noted(instruction, said_here, chinese):
+            return noted
+        # Nothing stated, but it was asked for before ("what was the tagline you drafted?"): what its
+        # answer was needs a model to read, and the person can at least see when they asked.
+        if asked := _relevant_lines(instruction, requests, 1):
+            return (ASKED_BEFORE_ZH if chinese else ASKED_BEFORE) + "\n\n" + _bullets(asked, chinese=chinese)
+        return NOTHING_YET_ZH if chinese else NOTHING_YET
     return (FOUND_ZH if chinese else FOUND) + "\n\n" + _bullets(found, chinese=chinese)
 
 

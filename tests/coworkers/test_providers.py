@@ -343,6 +343,25 @@ def test_it_answers_from_what_the_person_said_in_a_recalled_exchange_not_from_th
     assert completion.text == f"{FOUND}\n\n- We booked the Harbour Loft for the offsite (you said this on May 3)"
 
 
+def test_a_recalled_request_is_shown_as_what_was_asked_when_nothing_stated_answers():
+    """The report lists the exchange it recalled; the reply says it is there, and cannot say more."""
+    recalled = HumanMessage(
+        context._tail_text([], [
+            context.RecallCandidate(
+                turn=1, instruction="Draft three taglines for the spring launch.", answer="1. Bloom into spring…",
+                coworker="mina", when="Thu 3 Dec 2026", earlier_session=True,
+            )
+        ])
+    )
+
+    completion = OfflineResponder().complete(ask("What was the tagline you drafted for me?", recalled, system=(PERSONA,)))
+
+    assert completion.text == (
+        "I can't read what was answered without a model, but you asked about this before:\n\n"
+        "- Draft three taglines for the spring launch (you said this on Dec 3)"
+    )
+
+
 def test_it_dates_what_the_person_said_in_a_block_of_consecutive_recalled_exchanges_by_that_block():
     recalled = HumanMessage(
         context._tail_text([], [
