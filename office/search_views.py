@@ -54,10 +54,13 @@ def office_search(request: HttpRequest, slug: str) -> HttpResponse:
                 f"You have searched {SEARCHES_PER_MINUTE} times in the last minute. "
                 f"Try again in {ratelimit.wait_phrase(verdict.retry_after)}."
             )
+    # A query of nothing but words too common to search ("what", "可以") is told so, not "no match".
+    only_common = bool(query) and not refused and not search.query_terms(query)
     response = render(
         request,
         "office/search.html",
-        {"office": office, "query": query, "results": results, "refused": refused, "search_page": True, **sidebar(office, request.user)},
+        {"office": office, "query": query, "results": results, "refused": refused, "only_common": only_common,
+         "search_page": True, **sidebar(office, request.user)},
         status=429 if refused else 200,
     )
     if refused:

@@ -437,12 +437,18 @@ def remember_request(sentence: str) -> str | None:
     return (match.group(1) or match.group(2)).strip() if match else None
 
 
+def asked_to_forget(sentence: str) -> str | None:
+    """What a "forget that …" sentence asks to forget, in the user's words; None for any other."""
+    match = _FORGET.match(strip_chatter(sentence).rstrip(" .。!！"))
+    return (match.group(1) or match.group(2)).strip() or None if match else None
+
+
 def forget_request(sentence: str) -> str | None:
-    """What a "forget that …" sentence asks to forget ("I no longer like emojis" asks to forget
-    "I like emojis"); None for any other sentence."""
+    """What a sentence asks to forget: a "forget that …" one's subject, and what "I no longer like
+    emojis" no longer holds ("I like emojis"); None for any other sentence."""
+    if forgotten := asked_to_forget(sentence):
+        return forgotten
     text = strip_chatter(sentence).rstrip(" .。!！")
-    if match := _FORGET.match(text):
-        return (match.group(1) or match.group(2)).strip() or None
     if _NO_LONGER.search(text) and not DECISION.search(text):
         return _NO_LONGER.sub(" ", text).strip() or None
     return None
@@ -452,6 +458,13 @@ def forget_requests(task: TaskRecords) -> list[str]:
     """What the user asked to forget in this task: "forget the launch date" -> "the launch date"."""
     said = (sentence for record in task.records if record.role == "user" for sentence in split_sentences(record.content))
     return [text for sentence in said if (text := forget_request(sentence))]
+
+
+def forgets(forgotten: str, text: str) -> bool:
+    """Does a request to forget `forgotten` ("the beta goes live on Friday") cover `text`, as
+    match_forget would delete it?"""
+    wanted = _subject(_normalize(forgotten, "rule"))
+    return bool(wanted) and len(wanted & _subject(text)) / len(wanted) >= FORGET_MATCH
 
 
 def match_forget(text: str, similar: Sequence[Existing]) -> Decision:

@@ -94,8 +94,8 @@ def stalled_tasks(now, *, queued_for: timedelta, limit: int = 500) -> list[int]:
     """Tasks nobody seems to be working on, anywhere: queued for longer than `queued_for` (their
     delivery was lost: the broker restarted, or was unreachable when the task was stored), or
     running on a lease that ran out. Sending one again is harmless: the claim decides."""
-    # Of conversations still going on: a task of one that was ended has nowhere to put its reply.
-    unfinished = Task.objects.filter(session__status=Session.Status.ACTIVE).order_by("created_at")
+    # Of ended conversations too: their tasks are stopped at the claim, without a model call.
+    unfinished = Task.objects.order_by("created_at")
     queued = unfinished.filter(status=Task.Status.QUEUED, created_at__lt=now - queued_for)
     stale = unfinished.filter(status=Task.Status.RUNNING, lease_until__lt=now)
     return list(queued.values_list("pk", flat=True)[:limit]) + list(stale.values_list("pk", flat=True)[:limit])
@@ -208,14 +208,22 @@ def earlier_task_working(task_id: int) -> bool:
 
 
 def stop_if_ended(task_id: int) -> bool:
-    """Stop a queued task whose conversation was ended before it ran (its reply would have nowhere
-    to go, and its model call would be paid for nothing). True when it stopped it."""
+    """Stop a task nobody is working on whose conversation was ended: queued (it never ran), or
+    running on a lease that ran out (its worker died). Its reply would have nowhere to go, and
+    its model call would be paid for nothing. True when it stopped it."""
     now = timezone.now()
-    ended = Task.objects.filter(pk=task_id, status=Task.Status.QUEUED).exclude(session__status=Session.Status.ACTIVE)
-    if not ended.update(status=Task.Status.STOPPED, error=ENDED_BEFORE, finished_at=now):
+    left = Q(status=Task.Status.QUEUED) | Q(status=Task.Status.RUNNING, lease_until__lt=now)
+    ended = Task.objects.filter(left, pk=task_id).exclude(session__status=Session.Status.ACTIVE)
+    # Read first: nearly every claim finds nothing to stop, and on SQLite even an update of no rows
+    # takes the database's write lock, which a burst of claims would queue for.
+    queued = ended.values_list("status", flat=True).first()
+    if queued is None:
+        return False
+    why = ENDED_BEFORE if queued == Task.Status.QUEUED else CONVERSATION_ENDED
+    if not ended.update(status=Task.Status.STOPPED, error=why, finished_at=now, lease_until=None):
         return False
     task = Task.objects.select_related("session").get(pk=task_id)
-    log.info("task %s: its conversation was ended before it ran; stopped", task_id)
+    log.info("task %s: its conversation was ended before it finished; stopped", task_id)
     events.send_event(task.session.channel_id, "task", **task_json(task))
     return True
 

@@ -36,7 +36,10 @@ STOPWORDS = frozenset(
 # carries none either (什麼, 我們, 可以, 這個); one with any other character still counts (能力).
 # A question's 什麼 and 可以 had matched every other question and request: a paraphrased
 # question recalled forty of them ahead of its answer (docs/context.md, "Recall").
-CJK_STOPCHARS = frozenset("的了是在我你他她它們和與及也就都而之這那有個嗎呢吧啊呀喔哦很要會把被給讓說著過為以對從到還又或什麼哪誰怎可能請")
+CJK_STOPCHARS = frozenset(
+    "的了是在我你他她它們和與及也就都而之這那有個嗎呢吧啊呀喔哦很要會把被給讓說著過為以對從到還又或什麼哪誰怎可能請"
+    "们与这个吗会给让说着过为对从还么谁请"  # the same in Simplified Chinese, where they differ
+)
 # Kept tiny and predictable: words that mean the same thing in this app's talk.
 SYNONYMS = {"cost": "price", "fee": "price"}
 
@@ -115,7 +118,8 @@ def tokens(text: str) -> list[str]:
             out.append(match.group("num"))
         elif run := match.group("cjk"):
             if len(run) == 1:
-                out.append(run)
+                if run not in CJK_STOPCHARS:  # as inside a longer run: the index and the query agree
+                    out.append(run)
                 continue
             for i, char in enumerate(run):
                 if char not in CJK_STOPCHARS:

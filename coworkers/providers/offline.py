@@ -18,7 +18,7 @@ from typing import Any
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
 from sessions.context import MEMORY_HEADER, RECALL_HEADER, SUMMARY_END, SUMMARY_FRAME, SUMMARY_HEADER
-from sessions.extract import extract_candidates, forget_request, forget_requests, remember_request, states_fact
+from sessions.extract import asked_to_forget, extract_candidates, forget_requests, forgets, remember_request, states_fact
 from sessions.history import Record, TaskRecords, ToolCall
 from sessions.relevance import Index, shorten, similarity, split_sentences, stem, strip_chatter, tokens
 from sessions.summarize import MONTHS, PAST, QUESTION, QUESTION_CHARS, summarize_extractively
@@ -105,7 +105,9 @@ class _Line:
     source: str  # "from memory", "from the summary", "you said this on Dec 1", ...
     tag: str = ""  # searched but not quoted: a memory item's kind ("decision")
     code: str = ""  # a fenced code block a person wrote, quoted whole under the line
-    asked: bool = False  # a request ("Draft three taglines…"): never an answer, only what was asked
+    # "" for what was said; "asked" for a request ("Draft three taglines…"), never an answer, only
+    # what was asked; "forget" for what a person asked to forget (the text to forget).
+    kind: str = ""
 
     @property
     def searchable(self) -> str:
@@ -210,6 +212,7 @@ _SPEAKER = re.compile(r"^[A-Z0-9][\w-]*(?:\s+\(the task (?:before|after)\))?:(?:
 _FENCE = re.compile(r"^\s*```")
 # "Draft…", "Remind me…", "Please…", "Can you…", 「請…」「幫我…」: a request, which answers nothing
 # when quoted back. (summarize.PAST holds the verbs of work: draft, write, plan…)
+_REMEMBER_TO = re.compile(r"^(?:please\s+)?remember\s+to\b", re.I)
 _REQUEST_START = re.compile(
     r"^(?:please|can|could|would|will|let'?s|lets|pls|remind|tell|show|give|explain|list|help|find|check|look"
     r"|get|try|take)\b"
@@ -372,13 +375,14 @@ def _said_lines(text: str, source: str, *, requests: bool = False) -> Iterator[_
         sentence = sentence.strip()
         if sentence in leads or sentence in code_lines:
             continue  # said with its code already, or code itself
-        if forget_request(sentence):
-            continue  # "Forget that the beta goes live on Friday" says it no longer holds
-        if told := remember_request(sentence):
-            sentence = told[:1].upper() + told[1:]  # "Remember that X" told X
+        if forgotten := asked_to_forget(sentence):
+            yield _Line(forgotten, source, kind="forget")  # "Forget that the beta goes live on Friday"
+            continue
+        if (told := remember_request(sentence)) and not _REMEMBER_TO.match(sentence):
+            sentence = told[:1].upper() + told[1:]  # "Remember that X" told X ("remember to X" asks)
         if asks_for_work(sentence) or _REQUEST_START.match(sentence):
             if requests:
-                yield _Line(sentence, source, asked=True)
+                yield _Line(sentence, source, kind="asked")
         elif states_fact(sentence):
             yield _Line(sentence, source)
 
@@ -504,7 +508,10 @@ def _reply(request: CompletionRequest) -> str:
     dates = request.payload.get("said_on")
     lines = [line for block in request.system for line in _context_lines(block)]
     lines += _message_lines(request.messages[:current], dates if isinstance(dates, Sequence) else None)
-    lines, requests = [line for line in lines if not line.asked], [line for line in lines if line.asked]
+    # What a person asked to forget is not quoted, from the sentence that said it or from any other.
+    forgotten = [line.text for line in lines if line.kind == "forget"]
+    lines = [line for line in lines if not any(forgets(text, line.text) for text in forgotten)]
+    lines, requests = [line for line in lines if not line.kind], [line for line in lines if line.kind == "asked"]
     fresh = [line for line in lines if _stated(line.text) not in said_here]
     brief = request.payload.get("channel_kind") == "all_hands"
     producing = _asks_to_produce(instruction)
@@ -765,10 +772,13 @@ def _handoff_call(request: CompletionRequest) -> tuple[str, tuple[ToolCall, ...]
     match, before = _HANDOFF_REQUEST.search(instruction), ""
     if match is None:
         # "The signup form needs email validation. Hand this off to Theo.": the request comes last,
-        # and what it hands on is what came before it.
+        # and what it hands on ("this", "it") is what came before it ("Give my regards to Theo"
+        # hands nothing on).
         *earlier, last = split_sentences(instruction) or [""]
         match = _HANDOFF_REQUEST.search(last.strip()) if earlier else None
-        before = " ".join(sentence.strip() for sentence in earlier)
+        if match is not None and (match["what"] or "").strip().lower() not in ("this", "it"):
+            match = None
+        before = " ".join(sentence.strip() for sentence in earlier).rstrip(".。!！")
     if match is None:
         return None
     who = match["who"] or match["zh_who"]
@@ -777,7 +787,7 @@ def _handoff_call(request: CompletionRequest) -> tuple[str, tuple[ToolCall, ...]
     said = (match["brief"] or match["zh_brief"] or "").strip().rstrip(".!。！").strip()
     # "hand the pricing page to Theo" hands on the pricing page; "hand this to Theo: …" what follows.
     named = what if what.lower() not in ("this", "it") else ""
-    brief = ": ".join(part for part in (named, said) if part) or before or request.instruction.strip()
+    brief = ": ".join(part for part in (named, before, said) if part) or request.instruction.strip()
     call = ToolCall(id=_call_id(request), name="handoff", args={"coworker": who, "brief": brief})
     return f"I'm handing this to {who}, as you asked.", (call,)
 

@@ -104,7 +104,11 @@ def test_offline_the_same_flows_work(office, mina, theo, direct_channel, frames,
         ("Hand the booth shipping checklist over to Theo.", "the booth shipping checklist"),
         (
             "The signup form needs email validation before launch. Hand this off to Theo.",
-            "The signup form needs email validation before launch.",
+            "The signup form needs email validation before launch",
+        ),
+        (
+            "The signup form needs email validation. Hand it over to Theo: the copy too.",
+            "The signup form needs email validation: the copy too",
         ),
     ],
 )
@@ -116,6 +120,16 @@ def test_offline_a_handoff_asked_in_other_plain_words_is_made(asked, brief, offi
     follow = Task.objects.get(handed_off_from=handed)
     assert follow.coworker == "theo"
     assert services.task_messages(follow.session, turn=follow.turn).get(role="user").content == f"Handoff from Mina: {brief}"
+
+
+def test_offline_a_last_sentence_that_names_a_coworker_but_hands_nothing_on_is_no_handoff(
+    office, mina, theo, direct_channel, frames, no_background, monkeypatch
+):
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+
+    said = run(direct_channel, "Lovely dinner last night. Give my regards to Theo.")
+
+    assert not Task.objects.filter(handed_off_from=said).exists()
 
 
 def test_offline_remember_said_to_someone_in_a_shared_channel_is_noted_and_remembered(

@@ -252,18 +252,23 @@ def test_a_sender_named_with_a_backslash_is_quoted_not_read_as_a_pattern():
 
 def test_what_a_person_asked_to_remember_is_quoted_without_the_request_and_what_they_asked_to_forget_not_at_all():
     earlier = (
-        HumanMessage("Remember that our launch budget is $40,000."),
+        HumanMessage("The beta goes live on Friday."),
+        AIMessage("Thanks, noted."),
+        HumanMessage("Remember that our launch budget is $40,000. Please remember to book the venue."),
         AIMessage("Noted: our launch budget is $40,000."),
         HumanMessage("Forget that the beta goes live on Friday."),
         AIMessage("Okay, I'll forget that the beta goes live on Friday."),
     )
-    payload = {"turns": [3, 4], "said_on": ["2026-12-03", "2026-12-03"]}
+    payload = {"turns": [2, 3, 4], "said_on": ["2026-12-03", "2026-12-03", "2026-12-03"]}
 
     budget = OfflineResponder().complete(ask("What is our launch budget?", *earlier, payload=payload))
     beta = OfflineResponder().complete(ask("When does the beta go live?", *earlier, payload=payload))
 
+    venue = OfflineResponder().complete(ask("What about the venue?", *earlier, payload=payload))
+
     assert budget.text == f"{FOUND}\n\n- Our launch budget is $40,000 (you said this on Dec 3)"
-    assert "Friday" not in beta.text
+    assert "Friday" not in beta.text, "not the request to forget it, nor what it asked to forget"
+    assert "Book the venue" not in venue.text, "a reminder asked for is not quoted as an order"
 
 
 def test_it_answers_from_what_a_person_said_never_from_a_reply():

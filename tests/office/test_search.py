@@ -177,3 +177,10 @@ def test_a_message_too_large_to_mark_quickly_is_shown_as_it_is():
 
     assert marked(html, ["venu"]) == html
     assert "<mark>" in marked("<p>the venue</p>", ["venu"]), "a message of ordinary size is marked"
+
+
+def test_a_query_of_only_common_words_is_told_so_not_that_nothing_matches(alice, office, direct_channel):
+    for query in ("what is it", "可以嗎"):
+        html = search(signed_in(alice), office, query).content.decode()
+
+        assert "only words too common to search for" in html and "Nothing in your conversations matches" not in html

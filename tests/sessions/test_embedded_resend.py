@@ -71,7 +71,7 @@ def test_the_embedded_server_resumes_a_reply_a_restart_cut_off_without_waiting_f
     assert Message.objects.filter(session=task.session, turn=task.turn, role="assistant").exclude(content="").count() == 1
 
 
-def test_the_sweep_leaves_the_tasks_of_an_ended_conversation_and_never_starts_outside_daphne(direct_channel, monkeypatch):
+def test_the_sweep_stops_the_tasks_of_an_ended_conversation_and_never_starts_outside_daphne(direct_channel, monkeypatch):
     import threading
 
     import office.asgi  # noqa: F401  (imported as a test imports it: no sweep starts)
@@ -82,5 +82,8 @@ def test_the_sweep_leaves_the_tasks_of_an_ended_conversation_and_never_starts_ou
     Task.objects.filter(pk=task.pk).update(created_at=timezone.now() - timedelta(hours=1))
     services.start_session(channel=direct_channel)
 
+    assert task.pk in pipeline.stalled_tasks(timezone.now(), queued_for=timedelta(seconds=60))
+    assert pipeline.claim(task.pk) is None, "its claim stops it: no model call"
+    assert Task.objects.get(pk=task.pk).status == Task.Status.STOPPED
     assert task.pk not in pipeline.stalled_tasks(timezone.now(), queued_for=timedelta(seconds=60))
     assert not [t for t in threading.enumerate() if t.name.startswith("every-")]

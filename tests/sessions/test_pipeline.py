@@ -296,6 +296,30 @@ def test_a_burst_in_one_conversation_waits_without_holding_a_reply_thread_and_pa
     tasks.run_task(second.pk)
     assert no_background == [second.pk, third.pk], "a stopped one passes the turn on too"
 
+def test_a_task_whose_worker_died_in_a_conversation_since_ended_is_stopped_by_the_sweep_with_no_model_call(
+    direct_channel, frames, no_background, monkeypatch
+):
+    from sessions import tasks
+
+    first, second = (posting.post_instruction(channel=direct_channel, text=f"Step {n}") for n in (1, 2))
+    pipeline.claim(first.pk)
+    Task.objects.filter(pk=first.pk).update(lease_until=timezone.now() - timedelta(seconds=5))  # the worker died
+    Task.objects.filter(pk=second.pk).update(created_at=timezone.now() - timedelta(minutes=5))
+    services.start_session(channel=direct_channel)  # then "New conversation"
+    provider = ScriptedProvider([])
+    monkeypatch.setattr(pipeline, "get_provider", lambda: provider)
+
+    swept = pipeline.stalled_tasks(timezone.now(), queued_for=timedelta(seconds=60))
+    for task_id in swept:
+        tasks.run_task(task_id)
+
+    assert set(swept) == {first.pk, second.pk}
+    assert provider.requests == [], "no model call for a reply with nowhere to go"
+    assert [(t.status, t.error) for t in Task.objects.filter(pk__in=swept).order_by("turn")] == [
+        (Task.Status.STOPPED, pipeline.CONVERSATION_ENDED), (Task.Status.STOPPED, pipeline.ENDED_BEFORE)
+    ]
+
+
 def test_a_later_task_never_overtakes_one_whose_worker_died(direct_channel, frames, no_background):
     first, second = (posting.post_instruction(channel=direct_channel, text=f"Step {n}") for n in (1, 2))
     pipeline.claim(first.pk)

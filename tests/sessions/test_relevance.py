@@ -45,6 +45,8 @@ def test_chinese_question_words_and_modals_are_stopwords_as_english_ones_are():
     assert words.isdisjoint({"什", "麼", "什麼", "可", "可以", "我們", "們什"}) and {"時候", "開始", "始"} <= words
     assert "能力" in tokens("他的能力很強"), "a word with a character of its own still counts"
     assert tokens("When can we start?") == ["start"]
+    assert tokens("誰") == [] and "誰" not in tokens("誰負責定價"), "alone as in a run: the query finds what the index holds"
+    assert set(tokens("我们什么时候可以开始")).isdisjoint({"什么", "么", "可以", "我们"}), "in Simplified Chinese too"
 
 
 # Index
