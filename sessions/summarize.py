@@ -50,6 +50,16 @@ COMMITMENT = re.compile(
     r"|負責|下一步|會在|之前完成|截止|待辦|我會|我們會|(?:明天|下週|本週)(?!再聊|再說|見|最|的)",
     re.I,
 )
+# Meeting-note style, a name and "to" and what they will do: "Sam to check with our top 3
+# customers", "Mina and Omar to draft the brief". Case matters: the name is capitalized, the verb not.
+# Not a sentence that opens with a word of greeting or feeling ("Nice to meet you", "Welcome to our
+# team"), nor one whose "to" leads to a place or a person ("Thanks to everyone", "Back to the plan").
+NAMED_COMMITMENT = re.compile(
+    r"^(?!(?:Welcome|Thanks|Thank|Nice|Good|Great|Happy|Glad|Sorry|Hard|Easy|Ready|Time|Back|Due|Next|Up|Close|Hello|Hi|Hey)\b)"
+    r"[A-Z][\w'-]*(?:\s+(?:and|&)\s+[A-Z][\w'-]*)?\s+to\s+"
+    r"(?!(?:the|a|an|my|our|your|his|her|their|its|this|that|these|those|me|you|us|them|him|it|everyone|everybody|all)\b)"
+    r"[a-z]{2,}\s+\S"
+)
 FACT = re.compile(
     r"\d|[$€£¥%]|百分之|[兩二三四五六七八九十百千萬]\s*(?:個|位|月|日|號|元|塊|年|天|週|周|小時|%|成|倍|人)"
     r"|\b(?:percent|dozen|hundred|thousand|million|billion)\b",
@@ -263,7 +273,7 @@ def classify(sentence: str, *, by_coworker: bool = False) -> str | None:
     reports_own_work = by_coworker and OWN_WORK.search(sentence)
     if DECISION.search(sentence) and not NOT_DECIDED.search(sentence) and not reports_own_work:
         return DECISIONS
-    if COMMITMENT.search(sentence):
+    if COMMITMENT.search(sentence) or NAMED_COMMITMENT.match(sentence.strip()):
         return COMMITMENTS
     if FACT.search(sentence):
         return FACTS

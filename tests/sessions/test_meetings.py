@@ -57,6 +57,19 @@ def test_offline_a_meeting_turn_speaks_to_the_agenda_not_to_an_older_memory(offi
     assert turns == ["On the agenda:\n\n- We decided to move the launch to May 11", "Nothing to add from me."]
 
 
+def test_offline_a_follow_up_in_meeting_note_style_is_started_too(office, mina, theo, frames, no_background):
+    channel, task = meetings.start_meeting(
+        office=office, title="Customers", agenda="Theo to check with our top 3 customers.",
+        participants=[mina, theo], rounds=1, provider=OfflineResponder(),
+    )
+
+    done = pipeline.run_task(task.pk, provider=OfflineResponder())
+
+    follow_up = Task.objects.get(handed_off_from=done)
+    assert follow_up.coworker == "theo"
+    assert "check with our top 3 customers" in services.task_messages(follow_up.session, turn=follow_up.turn).get(role="user").content
+
+
 def test_a_meeting_runs_offline_too(office, mina, theo, frames, no_background):
     channel, task = meetings.start_meeting(
         office=office, title="Pricing", agenda="We decided the Team plan costs $29. Theo will update the pricing page by Friday.",

@@ -5,7 +5,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sessions.history import Record, TaskRecords, ToolCall
-from sessions.summarize import SECTIONS, content_words, parse_summary, summarize_extractively, topic_label, without_vocative
+from sessions.summarize import COMMITMENTS, SECTIONS, classify, content_words, parse_summary, summarize_extractively, topic_label, without_vocative
 
 
 def task(turn: int, *specs: tuple) -> TaskRecords:
@@ -542,3 +542,10 @@ def test_a_chinese_topic_phrase_is_whole_words_never_a_word_cut_in_two():
     # At most six characters: the first whole words ("頻道" is not cut to "頻").
     assert "擬一則團隊" in key_phrases("幫我擬一則團隊頻道的公告")
     assert not any(phrase.endswith("頻") for phrase in key_phrases("幫我擬一則團隊頻道的公告"))
+
+
+def test_a_meeting_note_of_a_name_to_do_something_is_a_commitment():
+    assert classify("Sam to check with our top 3 customers.") == COMMITMENTS
+    assert classify("Mina and Omar to draft the launch brief.") == COMMITMENTS
+    for said in ("Welcome to the team.", "Nice to meet you all.", "Thanks to everyone for coming.", "Back to work."):
+        assert classify(said) is None, said
