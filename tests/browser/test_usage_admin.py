@@ -54,6 +54,12 @@ def test_a_person_sees_this_weeks_usage_per_coworker_and_day(server, demo, brows
     assert page.locator("svg.chart rect").count() >= 3, "a bar segment for each coworker who worked today"
     page.screenshot(path=str(ARTIFACTS / "usage.png"), full_page=True)
 
+    # On a phone the tables scroll sideways; what each coworker cost is in view without it.
+    page.set_viewport_size({"width": 390, "height": 844})
+    cost = page.locator("tr[data-coworker='theo'] [data-col='cost']").bounding_box()
+    assert cost and cost["x"] + cost["width"] <= 390, cost
+    page.set_viewport_size({"width": 1280, "height": 800})
+
     page.emulate_media(color_scheme="dark")
     page.reload()
     page.screenshot(path=str(ARTIFACTS / "usage-dark.png"), full_page=True)
