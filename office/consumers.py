@@ -70,9 +70,9 @@ database_off_shared_thread = partial(database_sync_to_async, thread_sensitive=Fa
 class FrameError(Exception):
     """A frame the consumer will not act on; the client gets an `error` frame and the socket stays open."""
 
-    def __init__(self, code: str, detail: str) -> None:
+    def __init__(self, code: str, detail: str, client_id: str = "") -> None:
         super().__init__(detail)
-        self.code, self.detail = code, detail
+        self.code, self.detail, self.client_id = code, detail, client_id
 
 
 class StaysJoined(AsyncJsonWebsocketConsumer):
@@ -239,7 +239,7 @@ class ChannelConsumer(StaysJoined):
                 raise FrameError("too_long", "This frame is too long.")
             await self.receive_json(await self.decode_json(text_data))
         except FrameError as error:
-            await self.send_error(error.code, error.detail)
+            await self.send_error(error.code, error.detail, error.client_id)
         except unavailable.ERRORS as error:
             # The database or Redis is away: say so, keep the socket (it works again once they are back).
             log.warning("a frame in channel %s failed, a service is unavailable: %s", self.channel_id, error)
@@ -279,7 +279,16 @@ class ChannelConsumer(StaysJoined):
         client_id = content.get("client_id", "")
         if "client_id" in content and not (isinstance(client_id, str) and 0 < len(client_id) <= MAX_CLIENT_ID_CHARS):
             raise FrameError("invalid", f"client_id is a non-empty string of at most {MAX_CLIENT_ID_CHARS} characters.")
-        if not (_storable(text) and _storable(client_id)):
+        if not _storable(client_id):
+            raise FrameError("bad_frame", "A client_id cannot contain NUL characters or unpaired surrogates.")
+        try:
+            await self._instruction(text, client_id)
+        except FrameError as error:
+            error.client_id = client_id
+            raise
+
+    async def _instruction(self, text: str, client_id: str) -> None:
+        if not _storable(text):
             raise FrameError("bad_frame", "An instruction cannot contain NUL characters or unpaired surrogates.")
         if not text.strip():
             raise FrameError("empty", "An instruction needs some text.")
@@ -374,8 +383,9 @@ class ChannelConsumer(StaysJoined):
         "resync": on_resync,
     }
 
-    async def send_error(self, code: str, detail: str) -> None:
-        await self.send_json({"type": "error", "code": code, "detail": detail})
+    async def send_error(self, code: str, detail: str, client_id: str = "") -> None:
+        # An instruction's refusal names its client_id: the page gives that one back, not the last sent.
+        await self.send_json({"type": "error", "code": code, "detail": detail, **({"client_id": client_id} if client_id else {})})
 
     # From the group ----------------------------------------------------------------------
 

@@ -747,7 +747,7 @@ function onSession(frame) {
 // Errors --------------------------------------------------------------------------------------------
 
 // The instruction was refused (pipeline.InstructionRejected codes): give the text back.
-const INSTRUCTION_ERRORS = new Set(["empty", "too_long", "not_member"]);
+const INSTRUCTION_ERRORS = new Set(["empty", "too_long", "not_member", "invalid", "bad_frame"]);
 
 function showError(frame) {
   const text = banner.querySelector(".banner-text");
@@ -763,7 +763,8 @@ function showError(frame) {
     button.disabled = !isOpen();
   }
   if (INSTRUCTION_ERRORS.has(frame.code)) {
-    const last = [...state.pending.entries()].pop();
+    // The refused one, by its client_id (a server of before named none: then the last sent).
+    const last = frame.client_id ? (state.pending.has(frame.client_id) ? [frame.client_id, state.pending.get(frame.client_id)] : null) : [...state.pending.entries()].pop();
     if (last) {
       const [clientId, pending] = last;
       state.pending.delete(clientId);

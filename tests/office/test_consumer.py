@@ -383,6 +383,11 @@ async def test_every_bad_frame_gets_an_error_and_the_socket_stays_open(bob, dire
     await socket.send_to(bytes_data=b"\x00\x01")
     assert (await socket.receive_json_from(timeout=5))["code"] == "bad_json"
 
+    # An instruction's refusal names the instruction, so the page gives back the one refused.
+    await socket.send_json_to({"type": "instruction", "text": "x" * 20_001, "client_id": "c-long"})
+    frame = await socket.receive_json_from(timeout=5)
+    assert (frame["code"], frame["client_id"]) == ("too_long", "c-long")
+
     # Still open, still working: an instruction of exactly the limit is accepted.
     await socket.send_json_to({"type": "instruction", "text": "y" * 20_000})
     assert [f["type"] for f in await receive_until(socket, "task")] == ["message", "task"]

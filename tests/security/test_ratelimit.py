@@ -120,6 +120,7 @@ async def test_past_the_limit_an_instruction_gets_rate_limited_and_nothing_is_st
         "type": "error",
         "code": "rate_limited",
         "detail": "You are sending instructions faster than 3 a minute, so this one was not sent. Try again in 40 seconds.",
+        "client_id": "c-4",
     }
     assert await stored_counts() == before
     assert not await Message.objects.filter(content="One too many").aexists()
