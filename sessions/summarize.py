@@ -115,6 +115,9 @@ _VOCATIVE = (
     re.compile(r"[,，]\s*[A-Z][a-z]+[\s.!~,;:。！，～]*$"),  # at the end
     re.compile(r"(?<=[,，])\s*[A-Z][a-z]+\s*(?=[,，~!.;:。！～])"),  # set off by punctuation
     re.compile(r"^[A-Z][a-z]+\s*[,，~～!！]+\s*"),  # at the start
+    # "Team: the beta goes live on Friday": the room addressed, before a colon too (a label such
+    # as "Budget: $40,000" is the fact's subject, and stays).
+    re.compile(r"^(?i:team|everyone|everybody|all|folks|guys|y'all|hi all|hey all|hi team|hey team)\s*[:：]\s*"),
 )  # at the end, then the start
 _CJK_GREETING = re.compile(r"(?:謝謝|感謝|嗨|哈囉|你好|您好|早安|午安|晚安|拜拜)[\u4e00-\u9fff]{2,3}(?=[，,。！!～~\s]|$)")  # "謝謝梅兒"
 _CLAUSE = re.compile(r"([，,。！!～~；;：:\s]+)")

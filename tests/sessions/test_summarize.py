@@ -530,6 +530,8 @@ def test_a_reply_given_again_is_one_bullet_even_after_the_old_one_was_shortened_
         ("It was a great Christmas!", "It was a great Christmas!"),
         ("Make sure Dana, Lee and Sam are invited.", "Make sure Dana, Lee and Sam are invited."),
         ("It was a nice Tuesday, so we hiked.", "It was a nice Tuesday, so we hiked."),
+        ("Team: the beta goes live on Friday.", "the beta goes live on Friday."),
+        ("Budget: $40,000 for the launch.", "Budget: $40,000 for the launch."),
     ],
 )
 def test_only_the_name_a_sentence_is_said_to_is_taken_out(said, meant):
