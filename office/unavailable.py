@@ -13,7 +13,7 @@ import kombu.exceptions
 import redis.exceptions
 from django.db import InterfaceError, OperationalError
 from django.http import HttpRequest, HttpResponse
-from django.shortcuts import render
+from django.template.loader import render_to_string
 from django.utils.deprecation import MiddlewareMixin
 
 log = logging.getLogger(__name__)
@@ -40,7 +40,9 @@ class UnavailableMiddleware(MiddlewareMixin):
         if not isinstance(exception, ERRORS):
             return None
         log.warning("%s %s: service unavailable: %s", request.method, request.path, exception)
-        response = render(request, "503.html", {"retry_after": RETRY_AFTER_SECONDS}, status=503)
+        # Rendered without the request: its context would read the signed-in person (the base
+        # template's data-me), from the database that is away, and wait out the pool once more.
+        response = HttpResponse(render_to_string("503.html", {"retry_after": RETRY_AFTER_SECONDS}), status=503)
         response["Retry-After"] = str(RETRY_AFTER_SECONDS)
         response["Cache-Control"] = "no-store"
         return response
