@@ -21,6 +21,7 @@ from django.db import connections
 
 from sessions import nudge, pipeline, posting
 from sessions.models import Task
+from sessions.senders import author
 
 from . import events, ratelimit, reading, regenerating, unavailable
 from .ratelimit import Bucket
@@ -344,8 +345,11 @@ class ChannelConsumer(StaysJoined):
         task_id = content.get("task")
         if not _is_count(task_id):
             raise FrameError("bad_frame", "task.stop needs the task's id.")
-        if not await database_off_shared_thread(stop_task)(self.channel_id, task_id):
+        stopped = await database_off_shared_thread(stop_task)(self.channel_id, task_id, self.scope["user"].pk)
+        if stopped is None:
             raise FrameError("not_found", "There is no such task in this channel.")
+        if not stopped:
+            raise FrameError("not_yours", "Only the person who asked for this reply can stop it.")
 
     async def on_resync(self, content: dict) -> None:
         after = content.get("after")
@@ -518,10 +522,14 @@ def start_new_conversation(channel_id: int, user_id: int) -> None:
     nudge.start_new_conversation(channel=Channel.objects.get(pk=channel_id))
 
 
-def stop_task(channel_id: int, task_id: int) -> bool:
-    """False if the task is not one of this channel's (another channel's id is simply not found)."""
+def stop_task(channel_id: int, task_id: int, person: int) -> bool | None:
+    """Stop the task for `person`: None if it is not one of this channel's (another channel's id is
+    simply not found), False if someone else typed its instruction (in a shared channel one member
+    must not stop another's replies); one nobody typed (a handoff, a meeting) anyone may stop."""
     task = Task.objects.select_related("session").filter(pk=task_id, session__channel_id=channel_id).first()
     if task is None:
+        return None
+    if author(task.origin) not in (None, person):
         return False
     pipeline.request_stop(task)
     return True

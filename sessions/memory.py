@@ -29,6 +29,9 @@ SIMILAR_ITEMS = 5
 # task is likely to restate or change, at a cost that stops growing with the office's memory.
 KNOWN_ITEMS = 500
 EXTRACTOR = "memory extractor"
+# At most this many new facts from one task, the first ones said: a message of 19,000 characters
+# of "Remember that …" made 390 office-wide items at once, in every coworker's prompts after it.
+ITEMS_PER_TASK = 12
 
 EXTRACT_INSTRUCTIONS = """From this task of a work conversation, list the durable facts worth remembering
 for weeks: the user's stated preferences, facts about the company and its customers, project facts
@@ -68,7 +71,7 @@ def extract_memory(*, task_id: int, provider: Provider | None = None) -> list[Me
         )
     )
     spending.record_call(office_id=channel.office_id, task=task, coworker=coworker, completion=completion, provider=provider)
-    candidates = parse_candidates(completion.text)
+    candidates = parse_candidates(completion.text)[:ITEMS_PER_TASK]
     forget = extract.forget_requests(records)
     # Most tasks give nothing to remember or forget: then the office's memory is not read at all.
     known = known_items(channel.office_id) if candidates or forget else []

@@ -486,6 +486,21 @@ async def test_task_stop_stops_a_task_of_this_channel(bob, direct_channel, enter
 
 
 @pytest.mark.asyncio
+async def test_in_a_shared_channel_only_the_person_who_asked_can_stop_the_reply(bob, alice, direct_channel, enter, nudge_checks):
+    mine, _ = await enter(bob, direct_channel)
+    theirs, _ = await enter(alice, direct_channel)
+    await mine.send_json_to({"type": "instruction", "text": "Write a long essay"})
+    task = (await receive_until(mine, "task"))[-1]
+    await receive_until(theirs, "task")
+
+    await theirs.send_json_to({"type": "task.stop", "task": task["id"]})
+    refused = await theirs.receive_json_from(timeout=5)
+
+    assert refused["type"] == "error" and refused["code"] == "not_yours"
+    assert (await Task.objects.aget(pk=task["id"])).status == "queued", "still coming"
+
+
+@pytest.mark.asyncio
 async def test_session_new_switches_every_tab_to_a_new_session_with_a_carried_note(bob, alice, direct_channel, enter, nudge_checks):
     old = await database_sync_to_async(add_tasks)(direct_channel, 2)
     summary = "Decisions:\n" + "\n".join(f"- Decision {n}: we chose option {n} because it was cheaper." for n in range(40))

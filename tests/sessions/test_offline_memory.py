@@ -56,3 +56,13 @@ def test_a_task_with_nothing_to_remember_leaves_a_large_memory_unread(direct_cha
     events = memory.extract_memory(task_id=decision.pk, provider=OfflineResponder())
     assert [event.action for event in events] == ["add"]
     assert MemoryItem.objects.filter(office_id=office, text__contains="May 4").exists()
+
+
+def test_one_task_adds_at_most_a_dozen_facts_the_first_ones_said(direct_channel):
+    said = " ".join(f"Remember that the locker {n} code is {1000 + n}." for n in range(40))
+    task = answered(direct_channel, provider="claude", turn_text=said, reply="Noted.")
+
+    memory.extract_memory(task_id=task.pk, provider=OfflineResponder())
+
+    texts = list(MemoryItem.objects.order_by("pk").values_list("text", flat=True))
+    assert len(texts) == memory.ITEMS_PER_TASK and "1000" in texts[0] and "1011" in texts[-1]
