@@ -19,6 +19,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from office import documents
+from office.markdown import literal
 from office.models import Channel, Document
 from sessions import context as prompt_context
 from sessions import extract, posting, prompts, relevance
@@ -359,7 +360,7 @@ def _handoff(context: ToolContext, args: dict) -> ToolOutcome:
     )
     where = f"the 1:1 with {target.name}" if channel.kind == Channel.Kind.DIRECT else f"#{channel.name}"
     # A link people can follow from the reply that reports it (the model reads it as it is).
-    return ToolOutcome(f"Handed off to {target.name}: [task {task.turn} in {where}]({reverse('open_task', args=[task.pk])}).")
+    return ToolOutcome(f"Handed off to {literal(target.name)}: [task {task.turn} in {literal(where)}]({reverse('open_task', args=[task.pk])}).")
 
 
 def _handoff_channel(context: ToolContext, target: Coworker) -> Channel:

@@ -172,6 +172,15 @@ def _plain(text: str) -> str:
     return "".join(f"<p>{part}</p>" for part in escaped if part)
 
 
+_MARKDOWN_MARKS = re.compile(r"([\\`*_\[\]()<>])")  # what means something inside a line
+
+
+def literal(text: str) -> str:
+    """Text to put inside markdown as itself: a project named "x](https://evil.example)" is a name
+    in a link's words, not the end of the link and another one."""
+    return _MARKDOWN_MARKS.sub(r"\\\1", text)
+
+
 def few_marks(text: str) -> str:
     """The text with at most MAX_STACKED_MARKS generic combining marks in a row."""
     return _STACKED_MARKS.sub(lambda run: run.group()[:MAX_STACKED_MARKS], text)

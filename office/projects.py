@@ -11,6 +11,7 @@ from django.db import transaction
 from coworkers.models import Coworker
 from sessions.posting import has_visible_text
 
+from .markdown import few_marks
 from .models import Channel, Office
 
 log = logging.getLogger(__name__)
@@ -50,7 +51,8 @@ def update_project(channel: Channel, *, name: str, topic: str, members: Sequence
 
 
 def _checked(office: Office, name: str, topic: str, members: Sequence[Coworker]) -> tuple[str, str, list[Coworker]]:
-    name, topic = " ".join(name.split()), " ".join(topic.split())
+    # As in messages: a run of stacked accents over a name drew across every member's sidebar.
+    name, topic = few_marks(" ".join(name.split())), few_marks(" ".join(topic.split()))
     people = list(dict.fromkeys(members))
     if not name or not has_visible_text(name):  # zero-width and direction marks alone are no name
         raise ProjectRejected("name", "A project needs a name.")

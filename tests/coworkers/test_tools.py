@@ -12,6 +12,7 @@ from coworkers.models import Coworker
 from coworkers.providers.scripted import CallTools, Reply, ScriptedProvider
 from coworkers.tools import TOOL_SPECS, ToolContext, run_tool
 from office import documents, events
+from office.markdown import render
 from office.models import Channel, Document
 from sessions import pipeline, posting, services
 from sessions.history import ToolCall
@@ -371,6 +372,18 @@ def test_handoff_uses_the_targets_existing_direct_channel(ctx, theo, office):
     handed = Task.objects.get(session__channel=existing)
     assert outcome.content == f"Handed off to Theo: [task 1 in the 1:1 with Theo](/t/{handed.pk}/)."
     assert handed.coworker == "theo"
+
+
+def test_a_project_name_in_the_handoff_link_is_words_not_markdown(office, mina, theo):
+    project = Channel.objects.create(office=office, kind=Channel.Kind.PROJECT, name="x](https://evil.example/phish) [y")
+    project.members.set([mina, theo])
+    current = start(project, "Plan the launch")
+
+    outcome = run_tool(context_for(current), "handoff", {"coworker": "theo", "brief": "Build the landing page."})
+
+    handed = Task.objects.get(handed_off_from=current)
+    html = render(outcome.content)
+    assert html.count("<a ") == 1 and f'href="/t/{handed.pk}/"' in html and "evil.example" not in html.split('href="')[1].split('"')[0]
 
 
 def test_handoff_stays_in_the_project_channel_when_both_are_members(office, mina, theo):

@@ -140,6 +140,15 @@ def test_a_project_channel_has_its_name_topic_and_coworkers(client, bob, mina, t
     assert "Spring launch" in page.split("<h2>Projects</h2>")[1].split("</ul>")[0]
 
 
+def test_a_project_name_keeps_at_most_a_few_stacked_accents_as_messages_do(client, bob, theo):
+    client.force_login(bob)
+
+    client.post(reverse("new_project", args=["acme"]), {"name": "Z" + "\u0301" * 99, "topic": "x\u0300" * 3, "coworkers": [theo.pk]})
+
+    channel = Channel.objects.get(kind=Channel.Kind.PROJECT)
+    assert channel.name == "Z" + "\u0301" * 4, "a flood of them drew over every member's sidebar"
+
+
 @pytest.mark.parametrize(
     "fields, field, message",
     [
