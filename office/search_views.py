@@ -28,7 +28,15 @@ from sessions.senders import coworker_names, needs_coworker_names, person_names,
 
 from . import ratelimit
 from .models import Channel
-from .views import _prepare_history, _visible_channel, nudges_under_their_instruction, offices_of, plain_words, sidebar
+from .views import (
+    _prepare_history,
+    _visible_channel,
+    messages_around,
+    nudges_under_their_instruction,
+    offices_of,
+    plain_words,
+    sidebar,
+)
 
 RESULTS = 30
 QUERY_CHARS = 300
@@ -171,8 +179,7 @@ def message_in_context(request: HttpRequest, channel_id: int, message_id: uuid.U
     if target is None:
         raise Http404("No such message here.")
     session = target.session
-    around = session.messages.filter(position__gte=target.position - AROUND, position__lte=target.position + AROUND)
-    messages = nudges_under_their_instruction(list(around.order_by("position")))
+    messages = nudges_under_their_instruction(messages_around(session, target.position, AROUND))
     _prepare_history(channel, session, messages, viewer=request.user.pk)
     query = _query_of(request)
     if terms := search.query_terms(query) if query else []:

@@ -135,12 +135,28 @@ def newest_messages(session: Session, limit: int) -> list[Message]:
     """The session's newest messages, oldest first: at most `limit`, and those whose text and HTML
     fit in PAGE_CHARS together (the newest always). Their sizes are read first, so a page of large
     messages never loads more of them than it shows."""
+    sizes = _sized(session.messages.order_by("-position")).values_list("pk", "size")[:limit]
+    return _fitting(sizes)
+
+
+def messages_around(session: Session, position: int, around: int) -> list[Message]:
+    """The message at `position` and up to `around` on each side, in order: the nearest first
+    while they fit in PAGE_CHARS (the message itself always), sizes read first as above."""
+    near = session.messages.filter(position__gte=position - around, position__lte=position + around)
+    rows = sorted(_sized(near).values_list("pk", "position", "size"), key=lambda row: (abs(row[1] - position), row[1]))
+    return _fitting((pk, size) for pk, _, size in rows)
+
+
+def _sized(messages):
     # Tool calls count as stored (each is shown cut to ARGS_SHOWN_CHARS, but they are all loaded).
-    sizes = session.messages.order_by("-position").annotate(
+    return messages.annotate(
         size=Length("content") + Coalesce(Length("rendered__html"), 0) + Coalesce(Length(Cast("tool_calls", TextField())), 0)
     )
+
+
+def _fitting(sizes) -> list[Message]:
     kept, used = [], 0
-    for pk, size in sizes.values_list("pk", "size")[:limit]:
+    for pk, size in sizes:
         used += size or 0
         if kept and used > PAGE_CHARS:
             break

@@ -184,3 +184,21 @@ def test_a_query_of_only_common_words_is_told_so_not_that_nothing_matches(alice,
         html = search(signed_in(alice), office, query).content.decode()
 
         assert "only words too common to search for" in html and "Nothing in your conversations matches" not in html
+
+
+def test_a_result_among_large_messages_opens_with_the_nearest_that_fit(alice, office, direct_channel, monkeypatch):
+    """40 long code messages around a result made a 19 MB page: it shows what fits, nearest first."""
+    from office import views
+    from sessions import services
+
+    session = services.get_active_session(channel=direct_channel)
+    for n in range(12):
+        services.start_task(session=session, instruction=f"Code {n}:\n```python\n" + "x = 1\n" * 500 + "```", coworker="mina")
+    found = session.messages.get(content__startswith="Code 6:")
+    one = len(found.content) + len(found.rendered.html)
+    monkeypatch.setattr(views, "PAGE_CHARS", int(4.5 * one))  # room for four of them and a half
+
+    page = signed_in(alice).get(reverse("message_in_context", args=[direct_channel.pk, found.pk])).content.decode()
+
+    shown = page.count('class="msg user')
+    assert shown == 4 and all(f"Code {n}:" in page for n in (5, 6, 7)) and "Code 0:" not in page and "Code 11:" not in page
