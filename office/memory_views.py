@@ -10,6 +10,8 @@ from django import forms
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
+from django.db.models import Sum
+from django.db.models.functions import Length
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
@@ -24,6 +26,9 @@ from .views import offices_of, sidebar
 
 # One fact, one or two sentences: longer text would crowd every prompt it is in.
 MAX_ITEM_CHARS = 1_000
+# The page shows this many items, pinned first, then the most recently changed: each is a form, and
+# 11,000 of them made a 29 MB page that took 18 s to build. The usage bars still count them all.
+PAGE_ITEMS = 300
 
 
 class MemoryItemForm(forms.Form):
@@ -111,11 +116,15 @@ def _back(office: Office, item: MemoryItem) -> HttpResponse:
 def _render_page(
     request: HttpRequest, office: Office, *, invalid: tuple[int, MemoryItemForm] | None = None, status: int = 200
 ) -> HttpResponse:
+    active = MemoryItem.objects.filter(office=office, active=True)
     items = list(
-        MemoryItem.objects.filter(office=office, active=True)
-        .select_related("coworker", "channel", "source_task__session__channel")
-        .order_by("-pinned", "-updated_at")
+        active.select_related("coworker", "channel", "source_task__session__channel").order_by("-pinned", "-updated_at")[:PAGE_ITEMS]
     )
+    # What each prompt's memory holds, counted over every item, shown or not.
+    chars_of = {
+        (scope, coworker): chars or 0
+        for scope, coworker, chars in active.values_list("scope", "coworker_id").annotate(chars=Sum(Length("text"))).order_by()
+    }
     for item in items:
         if invalid and invalid[0] == item.pk:
             item.form, item.invalid = invalid[1], True
@@ -126,7 +135,7 @@ def _render_page(
         item.source_url = _source_url(item)
 
     office_items = [i for i in items if i.scope == MemoryItem.Scope.OFFICE]
-    office_chars = sum(len(i.text) for i in office_items)
+    office_chars = chars_of.get((MemoryItem.Scope.OFFICE, None), 0)
     bars = sidebar(office, request.user)
     direct_by_coworker = {c.coworker_id: c for c in bars["direct_channels"]}
 
@@ -135,7 +144,7 @@ def _render_page(
         own = [i for i in items if i.scope == MemoryItem.Scope.COWORKER and i.coworker_id == coworker.pk]
         channel = direct_by_coworker.get(coworker.pk)
         budget = (resolve_policy(channel, coworker) if channel else default_policy(Channel.Kind.DIRECT)).memory_chars
-        chars = office_chars + sum(len(i.text) for i in own)
+        chars = office_chars + chars_of.get((MemoryItem.Scope.COWORKER, coworker.pk), 0)
         usage = _usage(chars, budget)
         usage["label"] = f"{coworker.name}'s prompts (office + {coworker.name})"
         coworkers.append({"coworker": coworker, "items": own, "usage": usage})
@@ -156,6 +165,7 @@ def _render_page(
             "coworker_groups": coworkers,
             "channel_groups": list(channel_groups.values()),
             "item_count": len(items),
+            "total_items": active.count(),
             "kinds": MemoryItem.Kind.choices,
             "memory_page": True,
             **bars,

@@ -325,6 +325,21 @@ def test_the_memory_page_lists_the_offices_and_each_coworkers_memory(client, bob
     assert f"<strong>{round(100 * mina_chars / 4000)}%</strong> of 4,000 characters" in page
 
 
+def test_a_large_memory_shows_its_newest_items_and_counts_them_all(client, bob, memory, office, monkeypatch):
+    from office import memory_views
+
+    monkeypatch.setattr(memory_views, "PAGE_ITEMS", 5)
+    for n in range(20):
+        MemoryItem.objects.create(office=office, text=f"Locker {n} code is {1000 + n}.", kind="project")
+    client.force_login(bob)
+
+    page = client.get(memory_url("memory")).content.decode()
+
+    assert page.count('class="memory-item') == 5 and "Showing 5 of 22 items" in page
+    office_chars = len("Our trial is 14 days.") + sum(len(f"Locker {n} code is {1000 + n}.") for n in range(20))
+    assert f"Office memory: <strong>{round(100 * office_chars / 4000)}%</strong>" in page, "the budget counts every item"
+
+
 def test_a_member_edits_a_memory_item_and_the_edit_is_audited(client, bob, memory):
     client.force_login(bob)
     item = memory["office"]
