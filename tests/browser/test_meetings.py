@@ -97,6 +97,9 @@ def test_a_meeting_from_the_button_to_its_notes_memory_and_follow_up(paced_serve
     assert item.get_by_role("link", name="from the meeting “Launch sync”, task 1").count() == 1
     page.screenshot(path=str(ARTIFACTS / "meeting-decision-in-memory.png"))
     page.go_back()
+    # Back on the meeting, the page connects again and may draw its history afresh: the link is
+    # clicked once it is live, not on a node about to be replaced.
+    page.wait_for_selector(".conn:has-text('Live')", timeout=15_000)
     notes = page.locator(".msg.notice.notes")
     notes.wait_for()
 
