@@ -9,9 +9,9 @@ from __future__ import annotations
 from django import forms
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.http import HttpRequest, HttpResponse
-from django.db.models import Sum
+from django.db.models import Count, Sum
 from django.db.models.functions import Length
+from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
@@ -120,11 +120,12 @@ def _render_page(
     items = list(
         active.select_related("coworker", "channel", "source_task__session__channel").order_by("-pinned", "-updated_at")[:PAGE_ITEMS]
     )
-    # What each prompt's memory holds, counted over every item, shown or not.
-    chars_of = {
-        (scope, coworker): chars or 0
-        for scope, coworker, chars in active.values_list("scope", "coworker_id").annotate(chars=Sum(Length("text"))).order_by()
-    }
+    # What each prompt's memory holds, counted over every item, shown or not (one query).
+    totals = active.values_list("scope", "coworker_id").annotate(chars=Sum(Length("text")), count=Count("pk")).order_by()
+    chars_of, total_items = {}, 0
+    for scope, coworker, chars, count in totals:
+        chars_of[scope, coworker] = chars or 0
+        total_items += count
     for item in items:
         if invalid and invalid[0] == item.pk:
             item.form, item.invalid = invalid[1], True
@@ -165,7 +166,7 @@ def _render_page(
             "coworker_groups": coworkers,
             "channel_groups": list(channel_groups.values()),
             "item_count": len(items),
-            "total_items": active.count(),
+            "total_items": total_items,
             "kinds": MemoryItem.Kind.choices,
             "memory_page": True,
             **bars,

@@ -464,7 +464,12 @@ def forgets(forgotten: str, text: str) -> bool:
     """Does a request to forget `forgotten` ("the beta goes live on Friday") cover `text`, as
     match_forget would delete it?"""
     wanted = _subject(_normalize(forgotten, "rule"))
-    return bool(wanted) and len(wanted & _subject(text)) / len(wanted) >= FORGET_MATCH
+    return bool(wanted) and _covered(wanted, text) >= FORGET_MATCH
+
+
+def _covered(wanted: set[str], text: str) -> float:
+    """The share of a forget request's subject words (`wanted`, not empty) that `text` holds."""
+    return len(wanted & _subject(text)) / len(wanted)
 
 
 def match_forget(text: str, similar: Sequence[Existing]) -> Decision:
@@ -474,8 +479,7 @@ def match_forget(text: str, similar: Sequence[Existing]) -> Decision:
         return Decision("noop", None, None, text, f"“{text}” names nothing to forget")
     best: tuple[float, float, Existing] | None = None
     for item in similar:
-        cover = len(wanted & _subject(item.text)) / len(wanted)
-        score = (cover, similarity(text, item.text), item)
+        score = (_covered(wanted, item.text), similarity(text, item.text), item)
         if best is None or score[:2] > best[:2]:
             best = score
     if best and best[0] >= FORGET_MATCH:

@@ -216,10 +216,10 @@ def stop_if_ended(task_id: int) -> bool:
     ended = Task.objects.filter(left, pk=task_id).exclude(session__status=Session.Status.ACTIVE)
     # Read first: nearly every claim finds nothing to stop, and on SQLite even an update of no rows
     # takes the database's write lock, which a burst of claims would queue for.
-    queued = ended.values_list("status", flat=True).first()
-    if queued is None:
+    status = ended.values_list("status", flat=True).first()
+    if status is None:
         return False
-    why = ENDED_BEFORE if queued == Task.Status.QUEUED else CONVERSATION_ENDED
+    why = ENDED_BEFORE if status == Task.Status.QUEUED else CONVERSATION_ENDED
     if not ended.update(status=Task.Status.STOPPED, error=why, finished_at=now, lease_until=None):
         return False
     task = Task.objects.select_related("session").get(pk=task_id)

@@ -754,7 +754,6 @@ function showError(frame) {
   // The code is for a bug report, not for people: shown only when there are no words to show.
   const code = !frame.detail && frame.code ? el("span", { class: "code", text: ` (${frame.code})` }) : null;
   text.replaceChildren(el("span", { text: frame.detail || "Something went wrong." }), ...(code ? [code] : []));
-  banner.dataset.code = frame.code || "";
   banner.hidden = false;
   for (const button of history.querySelectorAll("[data-regenerate][data-sent]")) {
     // Refused (the rate limit, say): the button is there to try again.
@@ -763,10 +762,10 @@ function showError(frame) {
     button.disabled = !isOpen();
   }
   if (INSTRUCTION_ERRORS.has(frame.code)) {
-    // The refused one, by its client_id (a server of before named none: then the last sent).
-    const last = frame.client_id ? (state.pending.has(frame.client_id) ? [frame.client_id, state.pending.get(frame.client_id)] : null) : [...state.pending.entries()].pop();
-    if (last) {
-      const [clientId, pending] = last;
+    // The refused one, by its client_id (a refusal that names none: the last sent).
+    const clientId = frame.client_id || [...state.pending.keys()].pop();
+    const pending = state.pending.get(clientId);
+    if (pending) {
       state.pending.delete(clientId);
       pending.el.classList.replace("pending", "not-sent");
       setBadge(pending.el, "not-sent");
