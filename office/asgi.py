@@ -16,6 +16,7 @@ from django.conf import settings  # noqa: E402
 from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler  # noqa: E402
 
 from office import background  # noqa: E402
+from office.backlog import WatchesBacklog  # noqa: E402
 from office.origin import SameOriginValidator  # noqa: E402
 from office.routing import websocket_urlpatterns  # noqa: E402
 from office.socket_limit import SocketsPerPerson  # noqa: E402
@@ -25,7 +26,9 @@ application = ProtocolTypeRouter(
         # With DEBUG on, static files straight from the app folders (no collectstatic step for
         # `make run`); in production WhiteNoise serves the collected ones.
         "http": ASGIStaticFilesHandler(django_asgi_app) if settings.DEBUG else django_asgi_app,
-        "websocket": SameOriginValidator(AuthMiddlewareStack(SocketsPerPerson(URLRouter(websocket_urlpatterns)))),
+        "websocket": WatchesBacklog(
+            SameOriginValidator(AuthMiddlewareStack(SocketsPerPerson(URLRouter(websocket_urlpatterns))))
+        ),
     }
 )
 

@@ -24,6 +24,7 @@ from sessions.models import Task
 from sessions.senders import author
 
 from . import events, ratelimit, reading, regenerating, unavailable
+from .backlog import Backlog
 from .ratelimit import Bucket
 from .models import Channel
 from .origin import header
@@ -54,6 +55,9 @@ RESYNC_BURST, RESYNC_EVERY_SECONDS = 3, 5.0
 # frames of nonsense once kept the server busy for two minutes). The page reconnects by itself.
 FRAMES_BURST, FRAMES_PER_SECOND = 60, 10
 FLOODED = 4429
+# Close code for a socket whose client has left too much unread (office.backlog): the page
+# reconnects and resyncs, a client that never reads stops costing the server memory.
+UNREAD = 4408
 # Redis forgets who is in a group when it restarts, and a socket that stays open through that
 # would hear nothing more: each socket joins its group again this often, then sends from the
 # store what it missed.
@@ -90,6 +94,10 @@ class StaysJoined(AsyncJsonWebsocketConsumer):
     rejoining: asyncio.Task | None = None
     # Set once the person is no longer a member: nothing more is forwarded while the close goes out.
     revoked = False
+    # What the client has not read (office.backlog; None where the server does not say), and
+    # whether it fell too far behind: then nothing more is sent while the close goes out.
+    unread: Backlog | None = None
+    behind = False
 
     @classmethod
     async def encode_json(cls, content: Any) -> str:
@@ -104,14 +112,23 @@ class StaysJoined(AsyncJsonWebsocketConsumer):
         return text
 
     async def send_json(self, content: Any, close: bool = False) -> None:
+        if self.behind:
+            return
+        text = await self.encode_json(content)
+        if self.unread is not None and not self.unread.add(len(text.encode())):
+            self.behind = True
+            log.warning("closed a socket of %s: its client left %d bytes unread", self.group, self.unread.size)
+            await self.close(code=UNREAD)
+            return
         try:
-            await super().send_json(content, close=close)
+            await self.send(text_data=text, close=close)
         except Disconnected:
             # The browser's close handshake has begun, and Daphne has not yet told this consumer
             # (its disconnect comes next): a frame on its way has no one to go to. Not an error.
             log.debug("a frame for a closing socket of %s was dropped", self.group)
 
     async def __call__(self, scope, receive, send) -> None:
+        self.unread = scope.get("backlog")
         try:
             await super().__call__(scope, receive, send)
         finally:
