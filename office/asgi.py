@@ -73,3 +73,14 @@ def sweep_lost_work_in_process() -> None:
 
 
 sweep_lost_work_in_process()
+
+
+def limit_request_bodies_in_daphne() -> None:
+    """Daphne reads a request's whole body before the app can refuse it (office/request_limit.py)."""
+    if _served_by_daphne():
+        from office.request_limit import limit_request_bodies
+
+        limit_request_bodies(settings.MAX_REQUEST_BODY_BYTES)
+
+
+limit_request_bodies_in_daphne()

@@ -327,6 +327,9 @@ MEANING_SEARCH = env_bool("MEANING_SEARCH", True)
 # Per person, across all their tabs and channels: more instructions than this in a
 # minute get a `rate_limited` error frame and are not stored.
 INSTRUCTIONS_PER_MINUTE = int(env("INSTRUCTIONS_PER_MINUTE", "30"))
+# The largest HTTP request body Daphne takes (office/request_limit.py); larger ones get 413 before
+# they are read. The office's pages send forms of a few kB.
+MAX_REQUEST_BODY_BYTES = int(env("MAX_REQUEST_BODY_BYTES", str(10 * 1024 * 1024)))
 # Websockets one person may hold open in one server process (office/socket_limit.py).
 SOCKETS_PER_PERSON = int(env("SOCKETS_PER_PERSON", "40"))
 # Per person, the same way: "start a new conversation" more often than this in a minute gets a

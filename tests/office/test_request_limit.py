@@ -1,0 +1,77 @@
+"""A request body over MAX_REQUEST_BODY_BYTES is refused with 413 as it arrives, before the server
+reads (and holds) it; ordinary forms still work. A real Daphne: the limit is in how it reads."""
+
+from __future__ import annotations
+
+import socket
+import time
+
+import pytest
+from django.db import connection
+
+from benchmarks.office_client import sign_in
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+LIMIT = 1_000_000
+
+
+@pytest.fixture
+def server(bob):
+    from tests.servers import daphne
+
+    if connection.vendor == "sqlite":
+        connection.close()  # the server's process reads the same file
+    with daphne(MAX_REQUEST_BODY_BYTES=str(LIMIT)) as base_url:
+        yield base_url
+
+
+def post_head(base_url: str, headers: str) -> socket.socket:
+    host, port = base_url.removeprefix("http://").split(":")
+    raw = socket.create_connection((host, int(port)), timeout=5)
+    raw.sendall(f"POST /accounts/login/ HTTP/1.1\r\nHost: {host}:{port}\r\n{headers}\r\n".encode())
+    return raw
+
+
+def answer_and_close(raw: socket.socket) -> bytes:
+    """What the server answers, read until it closes the connection."""
+    received = b""
+    try:
+        while chunk := raw.recv(65536):
+            received += chunk
+    except ConnectionResetError:
+        pass
+    return received
+
+
+def test_a_declared_length_over_the_limit_is_refused_before_the_body_is_sent(server):
+    started = time.monotonic()
+    raw = post_head(server, "Content-Type: application/x-www-form-urlencoded\r\nContent-Length: 1500000000\r\n")
+    raw.sendall(b"username=a&password=" + b"x" * 10_000)
+
+    answer = answer_and_close(raw)
+
+    assert answer.startswith(b"HTTP/1.1 413"), answer[:200]
+    assert b"larger than this server accepts" in answer
+    assert time.monotonic() - started < 5
+
+
+def test_a_chunked_body_is_refused_once_it_passes_the_limit(server):
+    raw = post_head(server, "Content-Type: application/x-www-form-urlencoded\r\nTransfer-Encoding: chunked\r\n")
+    chunk = b"x" * 100_000
+    sent = 0
+    try:
+        while sent < 50 * LIMIT:  # far more than the server takes
+            raw.sendall(b"%x\r\n%s\r\n" % (len(chunk), chunk))
+            sent += len(chunk)
+    except (BrokenPipeError, ConnectionResetError, TimeoutError):
+        pass  # the server stopped reading and closed
+
+    answer = answer_and_close(raw)
+
+    assert answer.startswith(b"HTTP/1.1 413"), answer[:200]
+    assert sent < 50 * LIMIT, "the server went on reading"
+
+
+def test_an_ordinary_form_still_signs_in(server):
+    assert sign_in(server, "bob", "bob-password").session_cookie
