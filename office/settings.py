@@ -327,6 +327,10 @@ MEANING_SEARCH = env_bool("MEANING_SEARCH", True)
 # Per person, across all their tabs and channels: more instructions than this in a
 # minute get a `rate_limited` error frame and are not stored.
 INSTRUCTIONS_PER_MINUTE = int(env("INSTRUCTIONS_PER_MINUTE", "30"))
+# And at most this many of one person's instructions may wait for their replies in one channel:
+# a conversation answers in order, so in a shared channel one person sending as fast as the rate
+# allows would put everyone else's instruction behind all of theirs.
+WAITING_INSTRUCTIONS_PER_PERSON = int(env("WAITING_INSTRUCTIONS_PER_PERSON", "5"))
 # The largest HTTP request body Daphne takes (office/request_limit.py); larger ones get 413 before
 # they are read. The office's pages send forms of a few kB.
 MAX_REQUEST_BODY_BYTES = int(env("MAX_REQUEST_BODY_BYTES", str(10 * 1024 * 1024)))

@@ -44,6 +44,13 @@ class InstructionRejected(ValueError):
         self.detail = detail
 
 
+def waiting_instructions(channel: Channel, person_id: int) -> int:
+    """How many of this person's instructions in the channel are still waiting for their reply."""
+    return Task.objects.filter(
+        session__channel=channel, status__in=[Task.Status.QUEUED, Task.Status.RUNNING], origin__person=person_id
+    ).count()
+
+
 def post_instruction(
     *,
     channel: Channel,

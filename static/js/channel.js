@@ -761,8 +761,10 @@ function showError(frame) {
     button.textContent = "Regenerate";
     button.disabled = !isOpen();
   }
-  if (INSTRUCTION_ERRORS.has(frame.code)) {
-    // The refused one, by its client_id (a refusal that names none: the last sent).
+  // An error that names a waiting instruction refused it, whatever the reason (its rate limit,
+  // too many waiting); one that names none refused the last sent if it is of a refusal's kind.
+  const refused = frame.client_id ? state.pending.has(frame.client_id) : INSTRUCTION_ERRORS.has(frame.code);
+  if (refused) {
     const clientId = frame.client_id || [...state.pending.keys()].pop();
     const pending = state.pending.get(clientId);
     if (pending) {

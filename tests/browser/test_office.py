@@ -260,3 +260,21 @@ def test_two_people_in_the_main_channel_each_see_you_on_their_own_words_and_a_na
     sam_page.screenshot(path=str(ARTIFACTS / "two-people.png"))
     demos.close()
     sams.close()
+
+
+def test_an_instruction_refused_by_the_rate_limit_is_given_back_to_send_later(demo, browser, transactional_db):
+    with daphne(INSTRUCTIONS_PER_MINUTE="1") as limited:
+        context, page = sign_in(browser, limited)
+        open_channel(page, limited, "Mina")
+        send(page, "What should the Team plan cost?")
+        page.locator(".msg.assistant:not(.live)").last.wait_for(timeout=30_000)
+
+        send(page, "And the Enterprise plan?")
+        banner = page.locator(".banner-text")
+        banner.wait_for(timeout=10_000)
+
+        assert banner.inner_text().startswith("You are sending instructions faster than 1 a minute, so this one was not sent.")
+        assert page.locator(".composer textarea").input_value() == "And the Enterprise plan?"
+        assert page.locator("#send").is_enabled(), "the text given back can be sent again as it is"
+        assert page.locator(".msg.pending").count() == 0, "nothing is left saying it is being sent"
+        context.close()

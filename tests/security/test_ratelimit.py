@@ -200,3 +200,39 @@ async def test_a_socket_flooding_frames_is_closed_and_another_persons_is_not(bob
     assert sum('"unknown_type"' in a.get("text", "") for a in answers) == FRAMES_BURST, "the burst is answered as usual"
     await calm.send_json_to({"type": "bogus"})
     assert (await calm.receive_json_from(timeout=5))["code"] == "unknown_type", "the other socket is not touched"
+
+
+@pytest.fixture
+def two_waiting(settings, no_background, monkeypatch):
+    settings.WAITING_INSTRUCTIONS_PER_PERSON = 2
+    monkeypatch.setattr("sessions.tasks.check_nudge.enqueue", lambda *args: None)
+
+
+@pytest.mark.asyncio
+@socket_test
+async def test_a_person_with_too_many_instructions_waiting_in_a_channel_cannot_hold_the_others_back(
+    bob, alice, direct_channel, main_channel, enter, two_waiting
+):
+    """A conversation answers in order: in a shared channel, one person's queue is capped, so the
+    others' instructions do not wait behind all of theirs."""
+    bobs = await enter(bob, main_channel)
+    for n in range(2):
+        await send_instruction(bobs, f"@mina Task {n + 1}", f"b-{n + 1}")
+
+    await bobs.send_json_to({"type": "instruction", "text": "@mina Task 3", "client_id": "b-3"})
+    frame = await bobs.receive_json_from(timeout=5)
+
+    assert frame["code"] == "rate_limited" and frame["client_id"] == "b-3"
+    assert frame["detail"].startswith("2 of your instructions here are still waiting for replies")
+    assert not await Message.objects.filter(content="@mina Task 3").aexists()
+    # Alice in the same channel, and Bob in his 1:1, are not held back by Bob's queue in #main.
+    hers = await enter(alice, main_channel)
+    assert (await send_instruction(hers, "@mina From Alice"))[0]["message"]["content"] == "@mina From Alice"
+    his_other = await enter(bob, direct_channel)
+    assert (await send_instruction(his_other, "In my 1:1"))[0]["message"]["content"] == "In my 1:1"
+    # Once one of his is answered, the refused one gets in as it was.
+    await Task.objects.filter(client_id="b-1").aupdate(status=Task.Status.DONE)
+    await bobs.send_json_to({"type": "instruction", "text": "@mina Task 3", "client_id": "b-3"})
+    frames = await receive_until(bobs, "task") + await receive_until(bobs, "task")  # Alice's events first
+    assert [f["message"]["content"] for f in frames if f["type"] == "message"] == ["@mina From Alice", "@mina Task 3"]
+    assert await Task.objects.filter(client_id="b-3").aexists()
