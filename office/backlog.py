@@ -7,9 +7,11 @@ second. So each socket watches its own backlog and is closed once too much waits
 
 Twisted tells a registered streaming producer to pause when more than its write buffer (64 kB)
 waits to be sent, and to resume once everything is written. A `Backlog` is such a producer that
-produces nothing: from the pause on it counts what the socket is given to send, and the socket
-closes itself when that passes MAX_UNREAD_BYTES. A page that reads, even slowly, drains it and
-starts again from nothing; one that does not is closed, and the server drops what it held.
+produces nothing; while the client is behind, the socket asks it before each frame how much
+still waits in the transport, and closes itself when that would pass MAX_UNREAD_BYTES (the
+server yields to the reactor first, so a burst of frames is written as far as the client takes
+it before it is judged). A page that reads, even slowly, drains it; one that does not is
+closed, and the server drops what it held.
 
 `WatchesBacklog`, the outermost middleware for websockets, puts each socket's Backlog in its
 scope (`scope["backlog"]`), where the consumers find it. Daphne only: its websocket protocol is
@@ -36,27 +38,40 @@ MAX_UNREAD_BYTES = 2_000_000
 
 @implementer(IPushProducer)
 class Backlog:
-    """A socket's unread frames, counted while its client is behind."""
+    """A socket's unsent frames, looked at while its client is behind."""
 
-    def __init__(self) -> None:
+    def __init__(self, transport: Any) -> None:
+        self.transport = transport
         self.behind = False
-        self.size = 0  # bytes given to send since the client fell behind
+        self.counted = 0  # bytes given to send since the client fell behind
 
     def pauseProducing(self) -> None:  # Twisted: more than its buffer waits to be sent
         self.behind = True
 
     def resumeProducing(self) -> None:  # Twisted: everything has been sent
         self.behind = False
-        self.size = 0
+        self.counted = 0
 
     def stopProducing(self) -> None:  # Twisted: the connection is gone
         self.behind = False
 
-    def add(self, size: int) -> bool:
-        """Count a frame of `size` bytes about to be sent; False once the client is too far behind."""
-        if self.behind:
-            self.size += size
-        return self.size <= MAX_UNREAD_BYTES
+    def unsent(self) -> int:
+        """Bytes waiting to be sent: Twisted's TCP transport says (under TLS, the one it wraps);
+        another counts what it was given since the client fell behind."""
+        inner = self.transport
+        while not hasattr(inner, "dataBuffer") and getattr(inner, "transport", None) is not None:
+            inner = inner.transport
+        try:
+            return len(inner.dataBuffer) - inner.offset + inner._tempDataLen
+        except (AttributeError, TypeError):
+            return self.counted
+
+    def too_far_behind(self, size: int) -> bool:
+        """Whether a frame of `size` bytes would leave more than MAX_UNREAD_BYTES unsent."""
+        if not self.behind:
+            return False
+        self.counted += size
+        return self.unsent() + size > MAX_UNREAD_BYTES
 
 
 def watch(send: Any) -> Backlog | None:
@@ -67,7 +82,7 @@ def watch(send: Any) -> Backlog | None:
         return None
     if getattr(transport, "producer", None) is not None:
         protocol.unregisterProducer()
-    backlog = Backlog()
+    backlog = Backlog(transport)
     protocol.registerProducer(backlog, True)
     return backlog
 

@@ -115,9 +115,11 @@ class StaysJoined(AsyncJsonWebsocketConsumer):
         if self.behind:
             return
         text = await self.encode_json(content)
-        if self.unread is not None and not self.unread.add(len(text.encode())):
+        if self.unread is not None and self.unread.behind:
+            await asyncio.sleep(0)  # the reactor writes what the client takes before it is judged
+        if self.unread is not None and self.unread.too_far_behind(len(text.encode())):
             self.behind = True
-            log.warning("closed a socket of %s: its client left %d bytes unread", self.group, self.unread.size)
+            log.warning("closed a socket of %s: its client left %d bytes unread", self.group, self.unread.unsent())
             await self.close(code=UNREAD)
             return
         try:
@@ -233,8 +235,9 @@ class ChannelConsumer(StaysJoined):
 
     async def disconnect(self, code: int) -> None:
         await self.leave()
-        if self.group and not self.revoked:
-            # What this tab was shown live counts as read (the sidebar's unread counts).
+        if self.group and not self.revoked and not self.behind:
+            # What this tab was shown live counts as read (the sidebar's unread counts); not
+            # when it stopped reading: what was sent to it then was dropped with the socket.
             await database_off_shared_thread(reading.mark_read)(
                 user=self.scope.get("user"), channel_id=self.channel_id, seq=self.next_seq - 1
             )

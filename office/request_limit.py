@@ -53,7 +53,11 @@ def limit_request_bodies(max_bytes: int) -> None:
             """Answer 413 and close: the rest of the body is never read (Twisted stops reading)."""
             self.refused = True
             log.warning("refused a request body of %d bytes or more from %s", size, self.getClientAddress())
+            # No "100 Continue" after the refusal (Twisted sends one for `Expect` once the length is read).
+            self.requestHeaders.removeHeader(b"expect")
             self.channel.transport.write(TOO_LARGE)
-            self.channel.transport.loseConnection()
+            # The channel's own close: it unregisters itself as the transport's producer first,
+            # without which a TLS connection stayed open and went on reading.
+            self.channel.loseConnection()
 
     http_protocol.WebRequest = LimitedRequest  # HTTPFactory.buildProtocol reads the module's name

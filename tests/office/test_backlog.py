@@ -1,5 +1,6 @@
 """A client that never reads what it is sent cannot make the server hold it: once more than
-office.backlog.MAX_UNREAD_BYTES waits unread, the server closes the socket and drops it.
+office.backlog.MAX_UNREAD_BYTES waits unread, the server closes the socket and drops it. One that
+reads is never closed for it, however much it is sent at once.
 
 A real Daphne (the backlog is Twisted's write buffer, which only a running server has) and a raw
 websocket whose side never reads, with a small receive buffer so that what it does not take
@@ -82,3 +83,26 @@ def test_a_socket_that_never_reads_is_closed_once_its_backlog_passes_the_limit(b
 
     assert dropped, f"after {asked} resyncs of 1 MB that were never read, the server still held the socket open"
     assert asked <= 3 + (MAX_UNREAD_BYTES + 4_200_000) // 900_000, "the kernel's buffers and the limit, no more"
+
+
+def test_a_socket_that_reads_is_kept_open_through_bursts_larger_than_the_limit(bob, direct_channel, cookie):
+    from websockets.sync.client import connect
+
+    from tests.servers import daphne
+
+    fill_with_large_events(direct_channel, 10)
+    if connection.vendor == "sqlite":
+        connection.close()
+    with daphne() as base_url:
+        url = base_url.replace("http://", "ws://") + f"/ws/channels/{direct_channel.pk}/"
+        with connect(url, origin=base_url, additional_headers={"Cookie": f"sessionid={cookie(bob)}"}, max_size=None) as ws:
+            assert json.loads(ws.recv(timeout=10))["type"] == "session"
+            for _ in range(3):  # 3 MB asked for at once, more than the limit
+                ws.send(json.dumps({"type": "resync", "after": 0}))
+            frames = [json.loads(ws.recv(timeout=10)) for _ in range(3 * 4)]  # 3 events and a notice each
+
+            ws.send(json.dumps({"type": "ping"}))
+            answer = json.loads(ws.recv(timeout=10))
+
+    assert [f["type"] for f in frames].count("resync") == 3 and [f.get("seq") for f in frames[:3]] == [1, 2, 3]
+    assert answer["code"] == "unknown_type", "the socket is still open and answers"

@@ -46,12 +46,16 @@ def answer_and_close(raw: socket.socket) -> bytes:
 
 def test_a_declared_length_over_the_limit_is_refused_before_the_body_is_sent(server):
     started = time.monotonic()
-    raw = post_head(server, "Content-Type: application/x-www-form-urlencoded\r\nContent-Length: 1500000000\r\n")
+    raw = post_head(
+        server,
+        "Content-Type: application/x-www-form-urlencoded\r\nContent-Length: 1500000000\r\nExpect: 100-continue\r\n",
+    )
     raw.sendall(b"username=a&password=" + b"x" * 10_000)
 
     answer = answer_and_close(raw)
 
     assert answer.startswith(b"HTTP/1.1 413"), answer[:200]
+    assert b"100 Continue" not in answer, "no invitation to send the body after refusing it"
     assert b"larger than this server accepts" in answer
     assert time.monotonic() - started < 5
 
