@@ -39,6 +39,11 @@ SEARCH_INSTRUCTION_CHARS, SEARCH_ANSWER_CHARS = 300, 400
 BRIEF_CHARS = 8_000
 # A coworker handing to a coworker handing to a coworker…: past this many links, it is a loop.
 MAX_HANDOFF_CHAIN = 5
+# And how wide: a person's own request may be split among a few coworkers, and work handed on may
+# be handed on once more. Without it one reply could hand on to everyone, each of them to everyone
+# again, five deep: thousands of paid replies from one instruction. With it at most 3 + 3 × 4.
+MAX_HANDOFFS_PER_REQUEST = 3
+MAX_HANDOFFS_PER_HANDOFF = 1
 
 
 @dataclass(frozen=True)
@@ -348,6 +353,13 @@ def _handoff(context: ToolContext, args: dict) -> ToolOutcome:
             f"This work has already been handed on {MAX_HANDOFF_CHAIN} times. Do it yourself, or ask the user "
             "who should take it."
         )
+    if current is not None:
+        wide = MAX_HANDOFFS_PER_HANDOFF if current.handed_off_from_id else MAX_HANDOFFS_PER_REQUEST
+        if Task.objects.filter(handed_off_from=current).count() >= wide:
+            raise ToolFailed(
+                f"You have already handed on {'this handed-on work' if current.handed_off_from_id else 'parts of this request'} "
+                f"{wide} time{'s' if wide > 1 else ''}. Do the rest yourself, or say in your reply who should take it."
+            )
     channel = _handoff_channel(context, target)
     task = posting.post_instruction(
         channel=channel,

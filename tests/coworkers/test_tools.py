@@ -498,3 +498,18 @@ def test_handoff_never_reaches_another_offices_coworker(ctx, globex):
 
     assert outcome.is_error and "no coworker “theo”" in outcome.content
     assert not Task.objects.filter(session__channel__office=globex["coworker"].office).exists()
+
+
+def test_handoff_refuses_to_fan_out_past_a_few_coworkers_per_request_and_one_per_handoff(direct_channel, theo):
+    request = start(direct_channel)
+    for n in range(tools.MAX_HANDOFFS_PER_REQUEST):
+        assert not run_tool(context_for(request), "handoff", {"coworker": "theo", "brief": f"Part {n + 1}."}).is_error
+
+    refused = run_tool(context_for(request), "handoff", {"coworker": "theo", "brief": "One part too many."})
+
+    assert refused.is_error and "already handed on parts of this request 3 times" in refused.content
+    handed = Task.objects.filter(handed_off_from=request).order_by("pk").first()
+    assert not run_tool(context_for(handed, "theo"), "handoff", {"coworker": "mina", "brief": "Over to you."}).is_error
+    again = run_tool(context_for(handed, "theo"), "handoff", {"coworker": "mina", "brief": "And again."})
+    assert again.is_error and "already handed on this handed-on work 1 time." in again.content
+    assert Task.objects.count() == 1 + 3 + 1
