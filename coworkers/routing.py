@@ -22,6 +22,8 @@ from .providers import CompletionRequest, Provider, ProviderError
 log = logging.getLogger(__name__)
 
 MENTION = re.compile(r"(?<![\w@])@([\w.-]+)")
+# Code quoted in an instruction addresses nobody: a decorator (`@theo.route`), a log line, a fence.
+QUOTED_CODE = re.compile(r"```.*?(?:```|\Z)|~~~.*?(?:~~~|\Z)|`[^`\n]*`", re.S)
 
 ROUTER_INSTRUCTIONS = """You route instructions in a virtual office to the coworkers best placed to answer.
 Reply with JSON only: a list of coworker slugs, best first (usually one). In an all-hands channel,
@@ -32,7 +34,7 @@ def mentioned_slugs(text: str, team: Sequence[Coworker]) -> list[str]:
     """Slugs of the coworkers @mentioned, by slug or first name, in the order they appear."""
     by_handle = {c.slug.lower(): c.slug for c in team} | {c.name.split()[0].lower(): c.slug for c in team}
     found: list[str] = []
-    for handle in MENTION.findall(text):
+    for handle in MENTION.findall(QUOTED_CODE.sub(" ", text)):
         slug = by_handle.get(handle.lower().rstrip(".-"))
         if slug and slug not in found:
             found.append(slug)

@@ -226,6 +226,7 @@ def test_mentions_pick_who_answers_in_a_shared_channel(office, mina, theo, main_
     team = [mina, theo]
     assert mentioned_slugs("@theo can you check, and @Mina too?", team) == ["theo", "mina"]
     assert mentioned_slugs("email me at a@theo.com", team) == []
+    assert mentioned_slugs("Why does `@mina.task` fail?\n```\n@theo.route('/')\n```\n@Mina look", team) == ["mina"]
 
     picked = choose_responders(main_channel, "@theo how long will the export fix take?", OfflineResponder())
     assert [c.slug for c in picked] == ["theo"]
