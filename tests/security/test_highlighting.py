@@ -62,15 +62,15 @@ def test_a_class_typed_into_prose_is_not_kept():
     assert "&lt;span" in html
 
 
-def test_highlighting_is_bounded_per_message():
+def test_highlighting_is_bounded_per_message(monkeypatch):
+    # The bound in characters, alone: on a busy machine the time limit (tested below) could stop
+    # the first block before the character limit is reached.
+    monkeypatch.setattr(markdown, "MAX_HIGHLIGHT_SECONDS", 60)
     block = "```python\n" + "x = 1  # a comment\n" * 600 + "```\n\n"  # about 11,000 characters
     text = block * 4
 
-    started = time.perf_counter()
     html = markdown.render(text)
-    seconds = time.perf_counter() - started
 
-    assert seconds < 2, f"{seconds:.2f} s"
     blocks = html.split("<pre><code>")[1:]
     assert len(blocks) == 4
     highlighted = [b for b in blocks if '<span class="' in b]
