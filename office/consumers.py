@@ -25,7 +25,7 @@ from sessions.senders import author
 
 from . import events, ratelimit, reading, regenerating, unavailable
 from .backlog import Backlog
-from .ratelimit import Bucket
+from .ratelimit import Bucket, PeopleBuckets
 from .models import Channel
 from .origin import header
 
@@ -55,6 +55,15 @@ RESYNC_BURST, RESYNC_EVERY_SECONDS = 3, 5.0
 # frames of nonsense once kept the server busy for two minutes). The page reconnects by itself.
 FRAMES_BURST, FRAMES_PER_SECOND = 60, 10
 FLOODED = 4429
+# And per person, over all their sockets in this process: a person may hold 40 sockets, and 40
+# sockets each sending a cheap frame at the per-socket pace (400 a second, each checked against
+# the membership) took every other person's page loads from 35 ms to half a second; 40 sockets
+# each resyncing at its pace pulled 500 MB in a minute. A person's dozen tabs reconnecting at
+# once stay well inside both.
+PERSON_FRAMES_BURST, PERSON_FRAMES_PER_SECOND = 120, 20
+PERSON_RESYNC_BURST, PERSON_RESYNC_EVERY_SECONDS = 20, 1.0
+person_frames = PeopleBuckets(PERSON_FRAMES_BURST, 1 / PERSON_FRAMES_PER_SECOND)
+person_resyncs = PeopleBuckets(PERSON_RESYNC_BURST, PERSON_RESYNC_EVERY_SECONDS)
 # Close code for a socket whose client has left too much unread (office.backlog): the page
 # reconnects and resyncs, a client that never reads stops costing the server memory.
 UNREAD = 4408
@@ -247,9 +256,9 @@ class ChannelConsumer(StaysJoined):
     async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None, **kwargs: Any) -> None:
         if self.revoked or self.flooded:
             return
-        if not self.frames.take():
+        if not self.frames.take() or not person_frames.take(self.scope["user"].pk):
             self.flooded = True
-            log.warning("closing a socket of channel %s: more than %s frames at once", self.channel_id, FRAMES_BURST)
+            log.warning("closing a socket of channel %s: too many frames at once, from it or its person", self.channel_id)
             await self.send_error("rate_limited", "Too many messages at once: this connection was closed, and the page connects again by itself.")
             await self.close(code=FLOODED)
             return
@@ -379,6 +388,12 @@ class ChannelConsumer(StaysJoined):
             raise FrameError(
                 "rate_limited",
                 f"Too many resyncs on this connection; try again in {ratelimit.wait_phrase(self.resyncs.wait())}.",
+            )
+        person = person_resyncs.bucket(self.scope["user"].pk)
+        if not person.take():
+            raise FrameError(
+                "rate_limited",
+                f"Too many resyncs from your connections; try again in {ratelimit.wait_phrase(person.wait())}.",
             )
         replayed, more = await database_off_shared_thread(events.replay_after)(
             self.channel_id, after, RESYNC_MAX_EVENTS, RESYNC_MAX_BYTES

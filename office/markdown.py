@@ -49,7 +49,9 @@ MAX_HIGHLIGHT_CHARS = 20_000
 # And in time: several lexers are quadratic in plain input (C#'s on "a\n" repeated took 46 s for
 # 19,000 characters; C, C++ and Java on blank lines, make on "0"), and a render holds a thread the
 # sockets share. Past this many seconds a message's code stays plain code; the tokens are counted
-# out as they come, so it stops within a token or so of the limit. (ini and console are not
+# out as they come, so it stops within a token or so of the limit. The seconds are the rendering
+# thread's own CPU time: on a busy machine the clock's ran out before a small block was highlighted.
+# (ini and console are not
 # highlighted at all: one token of theirs can take seconds, '= ' repeated 9,999 times 5.5 s.)
 MAX_HIGHLIGHT_SECONDS = 0.25
 _CHECK_EVERY = 32  # tokens between looks at the clock
@@ -131,7 +133,7 @@ def _highlight(code: str, language: str, attrs: str) -> str:
     tokens = []
     for count, token in enumerate(lexer.get_tokens(code)):
         tokens.append(token)
-        if count % _CHECK_EVERY == 0 and time.monotonic() > _local.highlight_until:
+        if count % _CHECK_EVERY == 0 and time.thread_time() > _local.highlight_until:
             _local.highlight_left = 0  # and the message's other blocks with it
             return ""
     return pygments_format(tokens, _formatter)
@@ -194,5 +196,5 @@ def render(text: str) -> str:
     if _too_costly(text):
         return _plain(text)
     _local.highlight_left = MAX_HIGHLIGHT_CHARS
-    _local.highlight_until = time.monotonic() + MAX_HIGHLIGHT_SECONDS
+    _local.highlight_until = time.thread_time() + MAX_HIGHLIGHT_SECONDS
     return _OWN_LINK.sub(r"\1>", _cleaner.clean(_parser().render(text))).rstrip("\n")

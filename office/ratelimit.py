@@ -82,3 +82,28 @@ class Bucket:
     def wait(self) -> int:
         """Whole seconds until the next token (at least 1)."""
         return max(1, math.ceil((1 - self.tokens) * self.every))
+
+
+class PeopleBuckets:
+    """A Bucket per person in this process: what one person may do across all their sockets here
+    (a person may hold 40, and a limit per socket alone is multiplied by 40)."""
+
+    FORGET_WHEN = 1_000  # people tracked before those whose bucket is full again are dropped
+
+    def __init__(self, size: int, every: float) -> None:
+        self.size, self.every = size, every
+        self.buckets: dict[int, Bucket] = {}
+
+    def take(self, person: int) -> bool:
+        return self.bucket(person).take()
+
+    def bucket(self, person: int) -> Bucket:
+        if len(self.buckets) > self.FORGET_WHEN:
+            now, full_after = time.monotonic(), self.size * self.every
+            for who in [who for who, bucket in self.buckets.items() if now - bucket.at >= full_after]:
+                del self.buckets[who]
+        return self.buckets.setdefault(person, Bucket(self.size, self.every))
+
+    def clear(self) -> None:
+        """Everyone starts with a full burst again (tests: each has its own people)."""
+        self.buckets.clear()

@@ -18,22 +18,19 @@ the sockets do not either.
 from __future__ import annotations
 
 import logging
-import time
 from collections import Counter
 
 from channels.security.websocket import WebsocketDenier
 from django.conf import settings
 
-from .ratelimit import Bucket
+from .ratelimit import PeopleBuckets
 
 log = logging.getLogger(__name__)
 
 
 SOCKET_OPENS_BURST = 30
 SOCKET_OPEN_SECONDS = 1.0
-# Buckets of people who last connected this long ago are full again: dropped, to stay small.
-_FORGET_AFTER = SOCKET_OPENS_BURST * SOCKET_OPEN_SECONDS
-_opens: dict[int, Bucket] = {}  # each person's handshakes in this process
+_opens = PeopleBuckets(SOCKET_OPENS_BURST, SOCKET_OPEN_SECONDS)  # each person's handshakes in this process
 
 
 def forget_handshakes() -> None:
@@ -42,11 +39,7 @@ def forget_handshakes() -> None:
 
 
 def _may_open(person: int) -> bool:
-    now = time.monotonic()
-    if len(_opens) > 1_000:
-        for who in [who for who, bucket in _opens.items() if now - bucket.at >= _FORGET_AFTER]:
-            del _opens[who]
-    return _opens.setdefault(person, Bucket(SOCKET_OPENS_BURST, SOCKET_OPEN_SECONDS)).take()
+    return _opens.take(person)
 
 
 class SocketsPerPerson:

@@ -99,11 +99,13 @@ def no_job_outlives_its_test():
 
 @pytest.fixture(autouse=True)
 def full_handshake_bursts():
-    """Each process counts a person's websocket handshakes (office.socket_limit); SQLite gives the
-    next test's people the ids of the last one's."""
-    from office import socket_limit
+    """Each process counts a person's websocket handshakes (office.socket_limit), frames and
+    resyncs (office.consumers); SQLite gives the next test's people the ids of the last one's."""
+    from office import consumers, socket_limit
 
     socket_limit.forget_handshakes()
+    consumers.person_frames.clear()
+    consumers.person_resyncs.clear()
     yield
 
 

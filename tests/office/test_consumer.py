@@ -229,9 +229,9 @@ async def test_one_person_connecting_in_a_storm_is_refused_past_a_burst_and_othe
     alice, bob, direct_channel, enter, sockets, cookie, nudge_checks, monkeypatch
 ):
     from office import socket_limit
+    from office.ratelimit import PeopleBuckets
 
-    monkeypatch.setattr(socket_limit, "SOCKET_OPENS_BURST", 4)
-    monkeypatch.setattr(socket_limit, "SOCKET_OPEN_SECONDS", 60.0)
+    monkeypatch.setattr(socket_limit, "_opens", PeopleBuckets(4, 60.0))  # a burst of 4, no refill meanwhile
     for _ in range(4):
         socket, _ = await enter(bob, direct_channel)
         await socket.disconnect()  # connect and close, again and again

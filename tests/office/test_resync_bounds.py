@@ -11,6 +11,7 @@ from asgiref.sync import sync_to_async
 from channels.db import database_sync_to_async
 
 from office import consumers
+from office.ratelimit import PeopleBuckets
 from office.models import Channel, ChannelEvent
 
 pytestmark = [pytest.mark.asyncio, pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("offline", "fresh_channel_layer")]
@@ -101,6 +102,8 @@ async def test_a_client_that_never_reads_gets_a_bounded_amount_queued(bob, direc
     monkeypatch.setattr(consumers, "RESYNC_EVERY_SECONDS", 3600)  # no refill during the test: an exact count
     # The resyncs' own limit, measured alone: the flood limit would close this socket at frame 61.
     monkeypatch.setattr(consumers, "FRAMES_BURST", 100_000)
+    monkeypatch.setattr(consumers, "person_frames", PeopleBuckets(100_000, 1.0))  # and the person's
+    monkeypatch.setattr(consumers, "person_resyncs", PeopleBuckets(100_000, 1.0))
     await database_sync_to_async(fill)(direct_channel, 1200)
     socket = await enter(bob, direct_channel)
 

@@ -15,6 +15,7 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from office.consumers import MAX_CLIENT_ID_CHARS, MAX_FRAME_CHARS
+from office.ratelimit import PeopleBuckets
 from sessions import posting
 from sessions.models import Message, Session, Task
 
@@ -90,6 +91,7 @@ async def hostile_tab(bob, acme, enter, no_background, monkeypatch):
     monkeypatch.setattr("sessions.tasks.check_nudge.enqueue", lambda *args: None)
     # Hundreds of frames on one socket, one after another: past the flood limit, which has a test of its own.
     monkeypatch.setattr("office.consumers.FRAMES_BURST", 100_000)
+    monkeypatch.setattr("office.consumers.person_frames", PeopleBuckets(100_000, 1.0))
     socket = await enter(bob, acme["channel"])
     return socket, await database_sync_to_async(stored)()
 

@@ -236,3 +236,49 @@ async def test_a_person_with_too_many_instructions_waiting_in_a_channel_cannot_h
     frames = await receive_until(bobs, "task") + await receive_until(bobs, "task")  # Alice's events first
     assert [f["message"]["content"] for f in frames if f["type"] == "message"] == ["@mina From Alice", "@mina Task 3"]
     assert await Task.objects.filter(client_id="b-3").aexists()
+
+
+@pytest.mark.asyncio
+@pytest.mark.django_db(transaction=True)
+async def test_frames_are_limited_per_person_over_all_their_sockets(bob, alice, direct_channel, main_channel, enter):
+    """Each of Bob's sockets stays under its own pace; together they pass his, and one is closed."""
+    from office.consumers import FLOODED, PERSON_FRAMES_BURST
+
+    his = [await enter(bob, direct_channel) for _ in range(3)]
+    per_socket = PERSON_FRAMES_BURST // 3 + 5  # under a socket's burst of 60, over his 120 together
+    for socket in his:
+        for _ in range(per_socket):
+            await socket.send_json_to({"type": "bogus"})
+    answers = [await his[-1].receive_output(timeout=5)]
+    while answers[-1]["type"] != "websocket.close":
+        answers.append(await his[-1].receive_output(timeout=5))
+
+    assert answers[-1]["code"] == FLOODED and '"rate_limited"' in answers[-2]["text"]
+    # His first sockets' frames were all answered; the third was cut off (the bucket refills as it goes).
+    assert PERSON_FRAMES_BURST - 2 * per_socket <= len(answers) - 2 < per_socket
+    hers = await enter(alice, main_channel)
+    await hers.send_json_to({"type": "bogus"})
+    assert (await hers.receive_json_from(timeout=5))["code"] == "unknown_type", "another person is not touched"
+
+
+@pytest.mark.asyncio
+@pytest.mark.django_db(transaction=True)
+async def test_resyncs_are_limited_per_person_over_all_their_sockets(bob, alice, direct_channel, enter):
+    from office.consumers import PERSON_RESYNC_BURST, RESYNC_BURST
+
+    his = [await enter(bob, direct_channel) for _ in range(PERSON_RESYNC_BURST // RESYNC_BURST + 1)]
+    refusals = []
+    for socket in his:
+        for _ in range(RESYNC_BURST):  # each socket within its own burst
+            await socket.send_json_to({"type": "resync", "after": 0})
+            await socket.send_json_to({"type": "bogus"})  # its answer marks the end of the resync's
+            while (frame := await socket.receive_json_from(timeout=5)).get("code") != "unknown_type":
+                if frame.get("code") == "rate_limited":
+                    refusals.append(frame["detail"])
+
+    assert len(refusals) == len(his) * RESYNC_BURST - PERSON_RESYNC_BURST
+    assert refusals[0].startswith("Too many resyncs from your connections; try again in")
+    hers = await enter(alice, direct_channel)
+    await hers.send_json_to({"type": "resync", "after": 0})
+    await hers.send_json_to({"type": "bogus"})
+    assert (await hers.receive_json_from(timeout=5))["code"] == "unknown_type", "her resync replays nothing and is not refused"
