@@ -75,12 +75,13 @@ def sweep_lost_work_in_process() -> None:
 sweep_lost_work_in_process()
 
 
-def limit_request_bodies_in_daphne() -> None:
-    """Daphne reads a request's whole body before the app can refuse it (office/request_limit.py)."""
+def limit_requests_in_daphne() -> None:
+    """Daphne reads a request's whole body before the app can refuse it, and waits for a slow one
+    for ever (office/request_limit.py)."""
     if _served_by_daphne():
-        from office.request_limit import limit_request_bodies
+        from office.request_limit import limit_requests
 
-        limit_request_bodies(settings.MAX_REQUEST_BODY_BYTES)
+        limit_requests(settings.MAX_REQUEST_BODY_BYTES, settings.REQUEST_ARRIVAL_SECONDS)
 
 
-limit_request_bodies_in_daphne()
+limit_requests_in_daphne()

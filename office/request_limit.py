@@ -7,7 +7,13 @@ then queues all of it for the app at once: three anonymous 1.5 GB POSTs to the s
 office sends more than a form (instructions go over the websocket), so the server refuses a
 body over settings.MAX_REQUEST_BODY_BYTES as it arrives: a declared length at once, a chunked
 body as soon as it has passed the limit. Daphne has no setting for this; its request class is
-replaced by one that counts (`limit_request_bodies`, called when Daphne serves the app).
+replaced by one that counts (`limit_requests`, called when Daphne serves the app).
+
+The same class gives a request settings.REQUEST_ARRIVAL_SECONDS to arrive whole, from its first line to
+its last byte. Twisted's idle timeout starts again with every byte, so a client sending a header
+a byte a second held its connection for good: 3,000 of them held 3,000 of the server's file
+descriptors, and enough of them would refuse every new visitor. Past the deadline the request
+gets 408 and the connection is closed.
 """
 
 from __future__ import annotations
@@ -16,6 +22,7 @@ import logging
 
 log = logging.getLogger(__name__)
 
+TOO_SLOW = b"HTTP/1.1 408 Request Timeout\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
 TOO_LARGE_BODY = b"The request is larger than this server accepts.\n"
 TOO_LARGE = (
     b"HTTP/1.1 413 Content Too Large\r\nContent-Type: text/plain; charset=utf-8\r\n"
@@ -23,13 +30,19 @@ TOO_LARGE = (
 ) + TOO_LARGE_BODY
 
 
-def limit_request_bodies(max_bytes: int) -> None:
-    """Make Daphne refuse request bodies over `max_bytes` (for every connection made after this)."""
+def limit_requests(max_bytes: int, arrival_seconds: float) -> None:
+    """Make Daphne refuse request bodies over `max_bytes`, and requests still arriving after
+    `arrival_seconds` (for every connection made after this)."""
     from daphne import http_protocol
+    from twisted.internet import reactor  # Daphne's, installed before the app is imported
 
     class LimitedRequest(http_protocol.WebRequest):
         refused = False
         received = 0
+
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            self.arrival = reactor.callLater(arrival_seconds, self.too_slow)
 
         def gotLength(self, length):
             if length is not None and length > max_bytes:
@@ -46,8 +59,26 @@ def limit_request_bodies(max_bytes: int) -> None:
             super().handleContentChunk(data)
 
         def process(self):
+            self.stop_waiting()
             if not self.refused:
                 return super().process()
+
+        def connectionLost(self, reason):
+            self.stop_waiting()
+            super().connectionLost(reason)
+
+        def stop_waiting(self) -> None:
+            if self.arrival.active():
+                self.arrival.cancel()
+
+        def too_slow(self) -> None:
+            """Still arriving at the deadline: 408, and the connection closed."""
+            if self.refused or self.channel is None:
+                return
+            self.refused = True
+            log.warning("closed a request still arriving after %s s from %s", arrival_seconds, self.getClientAddress())
+            self.channel.transport.write(TOO_SLOW)
+            self.channel.loseConnection()
 
         def refuse(self, size: int) -> None:
             """Answer 413 and close: the rest of the body is never read (Twisted stops reading)."""

@@ -334,6 +334,9 @@ WAITING_INSTRUCTIONS_PER_PERSON = int(env("WAITING_INSTRUCTIONS_PER_PERSON", "5"
 # The largest HTTP request body Daphne takes (office/request_limit.py); larger ones get 413 before
 # they are read. The office's pages send forms of a few kB.
 MAX_REQUEST_BODY_BYTES = int(env("MAX_REQUEST_BODY_BYTES", str(10 * 1024 * 1024)))
+# And the longest a request may take to arrive, first line to last byte (a form of a few kB takes a
+# second or two on a poor connection); a slower one gets 408 and its connection is closed.
+REQUEST_ARRIVAL_SECONDS = float(env("REQUEST_ARRIVAL_SECONDS", "30"))
 # Websockets one person may hold open in one server process (office/socket_limit.py).
 SOCKETS_PER_PERSON = int(env("SOCKETS_PER_PERSON", "40"))
 # Per person, the same way: "start a new conversation" more often than this in a minute gets a

@@ -1,5 +1,7 @@
 """A request body over MAX_REQUEST_BODY_BYTES is refused with 413 as it arrives, before the server
-reads (and holds) it; ordinary forms still work. A real Daphne: the limit is in how it reads."""
+reads (and holds) it; a request still arriving after REQUEST_ARRIVAL_SECONDS gets 408 and its
+connection is closed; ordinary forms and sockets still work. A real Daphne: the limits are in how
+it reads."""
 
 from __future__ import annotations
 
@@ -14,6 +16,7 @@ from benchmarks.office_client import sign_in
 pytestmark = pytest.mark.django_db(transaction=True)
 
 LIMIT = 1_000_000
+ARRIVAL = 2  # seconds
 
 
 @pytest.fixture
@@ -22,7 +25,7 @@ def server(bob):
 
     if connection.vendor == "sqlite":
         connection.close()  # the server's process reads the same file
-    with daphne(MAX_REQUEST_BODY_BYTES=str(LIMIT)) as base_url:
+    with daphne(MAX_REQUEST_BODY_BYTES=str(LIMIT), REQUEST_ARRIVAL_SECONDS=str(ARRIVAL)) as base_url:
         yield base_url
 
 
@@ -79,3 +82,32 @@ def test_a_chunked_body_is_refused_once_it_passes_the_limit(server):
 
 def test_an_ordinary_form_still_signs_in(server):
     assert sign_in(server, "bob", "bob-password").session_cookie
+
+
+def test_a_request_sent_a_byte_at_a_time_is_closed_at_the_deadline(server):
+    host, port = server.removeprefix("http://").split(":")
+    raw = socket.create_connection((host, int(port)), timeout=10)
+    raw.sendall(b"GET /accounts/login/ HTTP/1.1\r\nHost: x\r\n")
+    started, answer = time.monotonic(), b""
+    try:
+        for _ in range(ARRIVAL * 10):  # a header byte every 0.3 s, never finished
+            raw.sendall(b"X")
+            time.sleep(0.3)
+    except (BrokenPipeError, ConnectionResetError):
+        pass
+    answer = answer_and_close(raw)
+
+    assert answer.startswith(b"HTTP/1.1 408"), answer[:200]
+    assert time.monotonic() - started < ARRIVAL * 10 * 0.3, "closed at the deadline, not when the client gave up"
+
+
+def test_a_socket_open_past_the_deadline_stays_open(server, bob, office):
+    """The deadline is for a request to arrive: a websocket's handshake is one, and the socket after it is not."""
+    from websockets.sync.client import connect
+
+    credentials = sign_in(server, "bob", "bob-password")
+    url = server.replace("http://", "ws://") + f"/ws/offices/{office.pk}/"
+    with connect(url, origin=server, additional_headers={"Cookie": f"sessionid={credentials.session_cookie}"}) as ws:
+        ws.recv(timeout=10)
+        time.sleep(ARRIVAL + 1)
+        ws.ping().wait(timeout=5)  # answered: still open
