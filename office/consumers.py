@@ -390,7 +390,9 @@ class ChannelConsumer(StaysJoined):
                 f"Too many resyncs on this connection; try again in {ratelimit.wait_phrase(self.resyncs.wait())}.",
             )
         person = person_resyncs.bucket(self.scope["user"].pk)
-        if not person.take():
+        # A reconnecting tab that has missed nothing costs the person nothing (each of their tabs
+        # sends one when the network comes back).
+        if after < self.next_seq - 1 and not person.take():
             raise FrameError(
                 "rate_limited",
                 f"Too many resyncs from your connections; try again in {ratelimit.wait_phrase(person.wait())}.",

@@ -160,14 +160,22 @@ def remember_decisions(task: Task, decisions: Sequence[str]) -> list[MemoryItem 
     return items
 
 
+# Follow-up tasks one meeting starts: each is a paid reply that may hand on again, and the notes
+# are a model's. Past these, the commitments stay in the notes only.
+MAX_FOLLOW_UP_TASKS = 8
+
+
 def start_follow_ups(task: Task, follow_ups: Sequence[FollowUp], provider: Provider | None) -> list[Task | None]:
-    """A task in the owner's 1:1 for each follow-up with an owner (None for the others), in order."""
+    """A task in the owner's 1:1 for each follow-up with an owner (None for the others, and for those
+    past MAX_FOLLOW_UP_TASKS), in order."""
     channel = task.session.channel
     started: list[Task | None] = []
+    owned = 0
     for number, follow_up in enumerate(follow_ups, start=1):
-        if follow_up.owner is None:
-            started.append(None)  # nobody in the meeting owns it: it stays in the notes
+        if follow_up.owner is None or owned >= MAX_FOLLOW_UP_TASKS:
+            started.append(None)  # nobody in the meeting owns it, or enough were started: it stays in the notes
             continue
+        owned += 1
         direct = direct_channel_of(follow_up.owner)
         client_id = f"meeting-{task.pk}-{number}"
         if earlier := Task.objects.filter(session__channel=direct, client_id=client_id).first():

@@ -25,7 +25,7 @@ from office.models import Channel
 
 from . import relevance, senders, services
 from .jsonl import record_to_dict
-from .models import Message, Task
+from .models import Message, Session, Task
 
 log = logging.getLogger(__name__)
 
@@ -47,7 +47,10 @@ class InstructionRejected(ValueError):
 def waiting_instructions(channel: Channel, person_id: int) -> int:
     """How many of this person's instructions in the channel are still waiting for their reply."""
     return Task.objects.filter(
-        session__channel=channel, status__in=[Task.Status.QUEUED, Task.Status.RUNNING], origin__person=person_id
+        session__channel=channel,
+        session__status=Session.Status.ACTIVE,  # an ended conversation's are being stopped
+        status__in=[Task.Status.QUEUED, Task.Status.RUNNING],
+        origin__person=person_id,
     ).count()
 
 

@@ -88,9 +88,9 @@ def test_a_lexer_slow_on_plain_input_stops_in_time_and_the_code_stays_plain(lang
     code = unit * (19_000 // len(unit))
     text = f"```{language}\n{code}```"
 
-    started = time.perf_counter()
+    started = time.thread_time()  # the limit is the rendering thread's CPU time
     html = markdown.render(text)
-    seconds = time.perf_counter() - started
+    seconds = time.thread_time() - started
 
-    assert seconds < 2, f"{seconds:.2f} s"
+    assert seconds < 2, f"{seconds:.2f} s of CPU"
     assert html.count("<pre><code>") == 1 and html.count("\n") >= code.count("\n") - 1, "the code is all there"

@@ -187,3 +187,18 @@ def test_a_follow_up_is_not_remembered_as_something_the_person_said(office, mina
 
     assert not MemoryItem.objects.filter(text__contains="invite link").exists(), "the meeting said it, not the person"
     assert Task.objects.get(pk=follow_up.pk).memory_extracted_at is not None, "and it is not asked again"
+
+
+def test_a_meeting_starts_at_most_a_few_follow_up_tasks_and_keeps_the_rest_in_its_notes(office, mina, theo, frames, no_background):
+    many = "\n".join(f"- (task 1, Theo) I'll check item {n} by Friday." for n in range(1, meetings.MAX_FOLLOW_UP_TASKS + 5))
+    notes = f"## Commitments and next steps\n{many}\n"
+    provider = ScriptedProvider([Reply("Let's go through the list."), Reply("I'll take them all."), Reply(notes)])
+    channel, task = meetings.start_meeting(
+        office=office, title="Backlog", agenda="Go through the list.", participants=[mina, theo], rounds=1, provider=provider
+    )
+
+    done = pipeline.run_task(task.pk, provider=provider)
+
+    assert Task.objects.filter(handed_off_from=done).count() == meetings.MAX_FOLLOW_UP_TASKS
+    notes_message = services.task_messages(done.session, turn=1).get(role=Message.Role.NOTICE)
+    assert f"item {meetings.MAX_FOLLOW_UP_TASKS + 4}" in notes_message.content, "the rest stay in the notes"
