@@ -197,8 +197,13 @@ async def test_bad_frames_do_not_use_up_the_limit(bob, direct_channel, enter, li
 
 @pytest.mark.asyncio
 @pytest.mark.django_db(transaction=True)
-async def test_a_socket_flooding_frames_is_closed_and_another_persons_is_not(bob, alice, direct_channel, main_channel, enter):
+async def test_a_socket_flooding_frames_is_closed_and_another_persons_is_not(
+    bob, alice, direct_channel, main_channel, enter, monkeypatch
+):
+    from office import consumers
     from office.consumers import FLOODED, FRAMES_BURST
+
+    monkeypatch.setattr(consumers, "FRAMES_PER_SECOND", 1e-6)  # no refill while the burst is sent, however slow the machine
 
     flooding, calm = await enter(bob, direct_channel), await enter(alice, main_channel)
     for _ in range(FRAMES_BURST + 5):
