@@ -124,13 +124,13 @@ class StaysJoined(AsyncJsonWebsocketConsumer):
         if self.behind:
             return
         text = await self.encode_json(content)
-        if self.unread is not None and self.unread.behind:
+        if self.unread is not None and self.unread.behind:  # only then is the frame measured
             await asyncio.sleep(0)  # the reactor writes what the client takes before it is judged
-        if self.unread is not None and self.unread.too_far_behind(len(text.encode())):
-            self.behind = True
-            log.warning("closed a socket of %s: its client left %d bytes unread", self.group, self.unread.unsent())
-            await self.close(code=UNREAD)
-            return
+            if self.unread.too_far_behind(len(text.encode())):
+                self.behind = True
+                log.warning("closed a socket of %s: its client left %d bytes unread", self.group, self.unread.unsent())
+                await self.close(code=UNREAD)
+                return
         try:
             await self.send(text_data=text, close=close)
         except Disconnected:

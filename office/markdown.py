@@ -51,8 +51,8 @@ MAX_HIGHLIGHT_CHARS = 20_000
 # sockets share. Past this many seconds a message's code stays plain code; the tokens are counted
 # out as they come, so it stops within a token or so of the limit. The seconds are the rendering
 # thread's own CPU time: on a busy machine the clock's ran out before a small block was highlighted.
-# (ini and console are not
-# highlighted at all: one token of theirs can take seconds, '= ' repeated 9,999 times 5.5 s.)
+# (ini and console are not highlighted at all: one token of theirs can take seconds, '= ' repeated
+# 9,999 times 5.5 s.)
 MAX_HIGHLIGHT_SECONDS = 0.25
 _CHECK_EVERY = 32  # tokens between looks at the clock
 # The languages people ask a coworker about, by the names (and aliases) fences use. Other names stay
