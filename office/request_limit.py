@@ -9,11 +9,14 @@ body over settings.MAX_REQUEST_BODY_BYTES as it arrives: a declared length at on
 body as soon as it has passed the limit. Daphne has no setting for this; its request class is
 replaced by one that counts (`limit_requests`, called when Daphne serves the app).
 
-The same class gives a request settings.REQUEST_ARRIVAL_SECONDS to arrive whole, from its first line to
-its last byte. Twisted's idle timeout starts again with every byte, so a client sending a header
-a byte a second held its connection for good: 3,000 of them held 3,000 of the server's file
-descriptors, and enough of them would refuse every new visitor. Past the deadline the request
-gets 408 and the connection is closed.
+A request has settings.REQUEST_ARRIVAL_SECONDS to arrive whole, from its first byte to its last.
+Twisted's idle timeout starts again with every byte, so a client sending a header a byte a second
+held its connection for good: 3,000 of them held 3,000 of the server's file descriptors, and
+enough of them would refuse every new visitor. The clock is the connection's, not the request
+object's, because Twisted makes that object only once the request line has ended: a line trickled
+a byte every 59 s (it may be 16 kB long) would otherwise never be timed at all. Past the deadline
+the request gets 408 and the connection is closed. A kept-alive connection waiting with nothing
+sent is Twisted's idle timeout's to close, as before.
 """
 
 from __future__ import annotations
@@ -34,15 +37,11 @@ def limit_requests(max_bytes: int, arrival_seconds: float) -> None:
     """Make Daphne refuse request bodies over `max_bytes`, and requests still arriving after
     `arrival_seconds` (for every connection made after this)."""
     from daphne import http_protocol
-    from twisted.internet import reactor  # Daphne's, installed before the app is imported
+    from twisted.web import http
 
     class LimitedRequest(http_protocol.WebRequest):
         refused = False
         received = 0
-
-        def __init__(self, *args, **kwargs):
-            super().__init__(*args, **kwargs)
-            self.arrival = reactor.callLater(arrival_seconds, self.too_slow)
 
         def gotLength(self, length):
             if length is not None and length > max_bytes:
@@ -59,26 +58,8 @@ def limit_requests(max_bytes: int, arrival_seconds: float) -> None:
             super().handleContentChunk(data)
 
         def process(self):
-            self.stop_waiting()
             if not self.refused:
                 return super().process()
-
-        def connectionLost(self, reason):
-            self.stop_waiting()
-            super().connectionLost(reason)
-
-        def stop_waiting(self) -> None:
-            if self.arrival.active():
-                self.arrival.cancel()
-
-        def too_slow(self) -> None:
-            """Still arriving at the deadline: 408, and the connection closed."""
-            if self.refused or self.channel is None:
-                return
-            self.refused = True
-            log.warning("closed a request still arriving after %s s from %s", arrival_seconds, self.getClientAddress())
-            self.channel.transport.write(TOO_SLOW)
-            self.channel.loseConnection()
 
         def refuse(self, size: int) -> None:
             """Answer 413 and close: the rest of the body is never read (Twisted stops reading)."""
@@ -91,4 +72,45 @@ def limit_requests(max_bytes: int, arrival_seconds: float) -> None:
             # without which a TLS connection stayed open and went on reading.
             self.channel.loseConnection()
 
+    class TimedChannel(http.HTTPChannel):
+        """An HTTP connection whose requests each have `arrival_seconds` from first byte to last."""
+
+        deadline = None  # the running clock of the request arriving, if one is
+
+        def dataReceived(self, data):
+            # The first byte of a request, or of its line. Bytes read ahead while the app answers
+            # the last request wait unparsed, and are timed when the channel reads them again.
+            if self.deadline is None and not self._handlingRequest:
+                self.deadline = self.callLater(arrival_seconds, self.too_slow)
+            super().dataReceived(data)
+
+        def allContentReceived(self):
+            self.stop_clock()  # arrived; what the app then takes is not the client's doing
+            super().allContentReceived()
+
+        def connectionLost(self, reason):
+            self.stop_clock()
+            super().connectionLost(reason)
+
+        def stop_clock(self) -> None:
+            if self.deadline is not None:
+                if self.deadline.active():
+                    self.deadline.cancel()
+                self.deadline = None
+
+        def too_slow(self) -> None:
+            """Still arriving at the deadline: 408, and the connection closed."""
+            self.deadline = None
+            for request in self.requests:
+                request.refused = True  # the part that did arrive is never served
+            log.warning("closed a request still arriving after %s s from %s", arrival_seconds, self.transport.getPeer())
+            self.transport.write(TOO_SLOW)
+            self.loseConnection()
+
+    def timed_channel(factory) -> http._GenericHTTPChannelProtocol:
+        # What Twisted's own `HTTPFactory.protocol` makes (the wrapper that can switch to
+        # HTTP/2), around our channel instead of its plain one.
+        return http._GenericHTTPChannelProtocol(TimedChannel())
+
     http_protocol.WebRequest = LimitedRequest  # HTTPFactory.buildProtocol reads the module's name
+    http_protocol.HTTPFactory.protocol = timed_channel

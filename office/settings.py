@@ -332,9 +332,10 @@ INSTRUCTIONS_PER_MINUTE = int(env("INSTRUCTIONS_PER_MINUTE", "30"))
 # allows would put everyone else's instruction behind all of theirs.
 WAITING_INSTRUCTIONS_PER_PERSON = int(env("WAITING_INSTRUCTIONS_PER_PERSON", "5"))
 # The largest HTTP request body Daphne takes (office/request_limit.py); larger ones get 413 before
-# they are read. The office's pages send forms of a few kB.
-MAX_REQUEST_BODY_BYTES = int(env("MAX_REQUEST_BODY_BYTES", str(10 * 1024 * 1024)))
-# And the longest a request may take to arrive, first line to last byte (a form of a few kB takes a
+# they are read. The office's pages send forms of a few kB, and Django would refuse a form over
+# its DATA_UPLOAD_MAX_MEMORY_SIZE (2.5 MiB) anyway, only after Daphne had read and held all of it.
+MAX_REQUEST_BODY_BYTES = int(env("MAX_REQUEST_BODY_BYTES", str(2_621_440)))
+# And the longest a request may take to arrive, first byte to last (a form of a few kB takes a
 # second or two on a poor connection); a slower one gets 408 and its connection is closed.
 REQUEST_ARRIVAL_SECONDS = float(env("REQUEST_ARRIVAL_SECONDS", "30"))
 # Websockets one person may hold open in one server process (office/socket_limit.py).

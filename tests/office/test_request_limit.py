@@ -101,6 +101,39 @@ def test_a_request_sent_a_byte_at_a_time_is_closed_at_the_deadline(server):
     assert time.monotonic() - started < ARRIVAL * 10 * 0.3, "closed at the deadline, not when the client gave up"
 
 
+def test_a_request_line_sent_a_byte_at_a_time_is_closed_at_the_deadline(server):
+    """Before its line has ended a request has no request object yet: the connection's clock times it."""
+    host, port = server.removeprefix("http://").split(":")
+    raw = socket.create_connection((host, int(port)), timeout=10)
+    started = time.monotonic()
+    try:
+        for _ in range(ARRIVAL * 10):  # a byte of the path every 0.3 s, the line never ended
+            raw.sendall(b"GET /accounts/login/" if _ == 0 else b"x")
+            time.sleep(0.3)
+    except (BrokenPipeError, ConnectionResetError):
+        pass
+    answer = answer_and_close(raw)
+
+    assert answer.startswith(b"HTTP/1.1 408"), answer[:200]
+    assert time.monotonic() - started < ARRIVAL * 10 * 0.3, "closed at the deadline, not when the client gave up"
+
+
+def test_a_kept_alive_connection_may_wait_longer_than_the_deadline_between_requests(server):
+    """The clock starts at a request's first byte, not when the connection opened or went quiet."""
+    host, port = server.removeprefix("http://").split(":")
+    raw = socket.create_connection((host, int(port)), timeout=10)
+    request = f"GET /accounts/login/ HTTP/1.1\r\nHost: {host}:{port}\r\n\r\n".encode()
+    for _ in range(2):
+        raw.sendall(request)
+        answer = b""
+        while b"</html>" not in answer:
+            chunk = raw.recv(65536)
+            assert chunk, f"closed: {answer[:200]!r}"
+            answer += chunk
+        assert answer.startswith(b"HTTP/1.1 200"), answer[:200]
+        time.sleep(ARRIVAL + 1)
+
+
 def test_a_socket_open_past_the_deadline_stays_open(server, bob, office):
     """The deadline is for a request to arrive: a websocket's handshake is one, and the socket after it is not."""
     from websockets.sync.client import connect
