@@ -497,7 +497,7 @@ def post_instruction(*, channel_id: int, user, text: str, client_id: str, langua
             client_id=client_id,
             language=language,
             person=user,
-            admit=partial(admit_instruction, channel, user.pk),
+            admit=partial(check_instruction_rate, user.pk),  # how many may wait is posting's to check
         )
         return acknowledgement(events.events_after(channel_id, after, RESYNC_PAGE), task.pk)
     finally:
@@ -547,19 +547,6 @@ def _within_rate(key: str, limit: int, doing: str, undone: str) -> None:
 
 def check_instruction_rate(user_id: int) -> None:
     _within_rate(f"instructions:{user_id}", settings.INSTRUCTIONS_PER_MINUTE, "sending instructions", "sent")
-
-
-def admit_instruction(channel: Channel, user_id: int) -> None:
-    """A new instruction from this person: refused while too many of theirs wait for replies here
-    (the others in a shared channel would wait behind all of them), then counted in their rate."""
-    limit = settings.WAITING_INSTRUCTIONS_PER_PERSON
-    if posting.waiting_instructions(channel, user_id) >= limit:
-        raise FrameError(
-            "rate_limited",
-            f"{limit} of your instructions here are still waiting for replies, so this one was not sent. "
-            "Send it once one of them is answered.",
-        )
-    check_instruction_rate(user_id)
 
 
 post_off_shared_thread = sync_to_async(post_instruction, thread_sensitive=False)

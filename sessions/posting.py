@@ -14,6 +14,7 @@ import logging
 import unicodedata
 from collections.abc import Callable
 
+from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.dispatch import Signal
 
@@ -44,14 +45,25 @@ class InstructionRejected(ValueError):
         self.detail = detail
 
 
-def waiting_instructions(channel: Channel, person_id: int) -> int:
-    """How many of this person's instructions in the channel are still waiting for their reply."""
+def waiting_instructions(session: Session, person_id: int) -> int:
+    """How many of this person's instructions in the session are still waiting for their reply."""
     return Task.objects.filter(
-        session__channel=channel,
-        session__status=Session.Status.ACTIVE,  # an ended conversation's are being stopped
-        status__in=[Task.Status.QUEUED, Task.Status.RUNNING],
-        origin__person=person_id,
+        session=session, status__in=[Task.Status.QUEUED, Task.Status.RUNNING], origin__person=person_id
     ).count()
+
+
+def refuse_if_many_waiting(session: Session, person_id: int) -> None:
+    """A conversation answers in order, so in a shared channel one person sending as fast as the
+    rate allows would put everyone else's instruction behind all of theirs: at most
+    WAITING_INSTRUCTIONS_PER_PERSON of one person's may wait. Called with the session's row locked,
+    so instructions sent at the same moment from several tabs are counted one after the other."""
+    limit = settings.WAITING_INSTRUCTIONS_PER_PERSON
+    if waiting_instructions(session, person_id) >= limit:
+        raise InstructionRejected(
+            "rate_limited",
+            f"{limit} of your instructions here are still waiting for replies, so this one was not sent. "
+            "Send it once one of them is answered.",
+        )
 
 
 def post_instruction(
@@ -101,6 +113,9 @@ def post_instruction(
     try:
         with transaction.atomic():
             session = services.get_active_session(channel=channel)
+            if person is not None:  # a person's, not a handoff's or a meeting's follow-up
+                services.lock_active(session)  # before the count: the count and the insert are one step
+                refuse_if_many_waiting(session, person.pk)
             task, message = services.start_task(
                 session=session,
                 instruction=text,

@@ -75,7 +75,7 @@ def start_task(*, session: Session, instruction: str, html: str | None = None, *
         raise ValueError("An instruction needs some text.")
     html = rendering.render(instruction) if html is None else html
     with transaction.atomic(savepoint=False):  # as events.send_event: nobody goes on after a failure
-        _lock_active(session)
+        lock_active(session)
         last = Task.objects.filter(session=session).order_by("-turn").values_list("turn", flat=True).first()
         task = Task.objects.create(session=session, turn=(last or 0) + 1, **task_fields)
         message = _append_locked(session, turn=task.turn, role=Message.Role.USER, content=instruction, html=html)
@@ -105,7 +105,7 @@ def append_message(
     # jieba's words now, outside the write lock: indexing inside reads them from relevance's cache.
     relevance.search_terms(content)
     with transaction.atomic():
-        _lock_active(session)
+        lock_active(session)
         return _append_locked(
             session,
             turn=turn,
@@ -118,7 +118,9 @@ def append_message(
         )
 
 
-def _lock_active(session: Session) -> None:
+def lock_active(session: Session) -> None:
+    """Hold the session's row for the rest of the transaction (appends to it wait), or raise
+    SessionEnded if it is no longer the active one."""
     status = Session.objects.select_for_update().filter(pk=session.pk).values_list("status", flat=True).first()
     if status != Session.Status.ACTIVE:
         raise SessionEnded(f"Session {session.pk} has ended; start a new conversation to continue.")

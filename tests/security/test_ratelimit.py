@@ -253,6 +253,39 @@ async def test_a_person_with_too_many_instructions_waiting_in_a_channel_cannot_h
     assert await Task.objects.filter(client_id="b-3").aexists()
 
 
+@pytest.mark.django_db(transaction=True)
+def test_instructions_sent_at_the_same_moment_from_several_tabs_are_counted_one_after_another(
+    bob, direct_channel, two_waiting
+):
+    """The count and the stored task are one step under the session's lock: six tabs sending at
+    once cannot all pass a count none of them has added to yet."""
+    from django.db import connection
+
+    from sessions import posting
+
+    tabs = 6
+    barrier = threading.Barrier(tabs)
+    refused: list[str] = []
+
+    def send(n: int) -> None:
+        try:
+            barrier.wait()
+            posting.post_instruction(channel=direct_channel, text=f"Task {n}", client_id=f"tab-{n}", person=bob)
+        except posting.InstructionRejected as rejected:
+            refused.append(rejected.code)
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=send, args=(n,)) for n in range(tabs)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+
+    assert Task.objects.filter(session__channel=direct_channel).count() == 2
+    assert refused == ["rate_limited"] * (tabs - 2)
+
+
 @pytest.mark.asyncio
 @pytest.mark.django_db(transaction=True)
 async def test_frames_are_limited_per_person_over_all_their_sockets(bob, alice, direct_channel, main_channel, enter, monkeypatch):
