@@ -99,10 +99,11 @@ class ClaudeProvider:
         parts: list[str] = []
         usage = Usage()
         model = request.model
-        finished = False
+        finished = started = False
         try:
             with self.client.messages.stream(**body) as stream:
                 for event in stream:
+                    started = True
                     if should_stop is not None and should_stop():
                         # Leaving the block closes the response: Claude stops generating (and billing).
                         return Completion(
@@ -126,7 +127,7 @@ class ClaudeProvider:
         except ProviderError:
             raise
         except anthropic.APIError as error:
-            raise self._translate(error, parts) from error
+            raise self._translate(error, parts, started=started) from error
         except httpx2.TimeoutException as error:
             raise _error(TIMED_OUT, retryable=True, detail=repr(error), partial=parts) from error
         except httpx2.TransportError as error:
@@ -146,11 +147,15 @@ class ClaudeProvider:
             cache_ttl=request.cache_ttl,
         )
 
-    def _translate(self, error: anthropic.APIError, parts: list[str]) -> ProviderError:
+    def _translate(self, error: anthropic.APIError, parts: list[str], *, started: bool) -> ProviderError:
         detail = str(error)
         # Most specific first: APITimeoutError is an APIConnectionError, OverloadedError an InternalServerError.
         if isinstance(error, anthropic.APITimeoutError):
             return _error(TIMED_OUT, retryable=True, detail=detail, partial=parts)
+        if isinstance(error, anthropic.APIConnectionError) and started:
+            # Newer SDKs raise a cut in the middle of the stream as a connection error too
+            # (older ones let the transport's error through, caught below).
+            return _error(BROKE_OFF, retryable=True, detail=detail, partial=parts)
         if isinstance(error, anthropic.APIConnectionError):
             where = f"ANTHROPIC_BASE_URL {self.base_url}" if self.base_url else str(self.client.base_url)
             return _error(UNREACHABLE.format(where), retryable=True, detail=detail, partial=parts)
