@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from django.conf import settings
 from langchain_core.messages import HumanMessage
 
+from office import markdown
 from office.models import Channel
 
 from .models import Coworker
@@ -22,8 +23,6 @@ from .providers import CompletionRequest, Provider, ProviderError
 log = logging.getLogger(__name__)
 
 MENTION = re.compile(r"(?<![\w@])@([\w.-]+)")
-# Code quoted in an instruction addresses nobody: a decorator (`@theo.route`), a log line, a fence.
-QUOTED_CODE = re.compile(r"```.*?(?:```|\Z)|~~~.*?(?:~~~|\Z)|`[^`\n]*`", re.S)
 
 ROUTER_INSTRUCTIONS = """You route instructions in a virtual office to the coworkers best placed to answer.
 Reply with JSON only: a list of coworker slugs, best first (usually one). In an all-hands channel,
@@ -34,7 +33,9 @@ def mentioned_slugs(text: str, team: Sequence[Coworker]) -> list[str]:
     """Slugs of the coworkers @mentioned, by slug or first name, in the order they appear."""
     by_handle = {c.slug.lower(): c.slug for c in team} | {c.name.split()[0].lower(): c.slug for c in team}
     found: list[str] = []
-    for handle in MENTION.findall(QUOTED_CODE.sub(" ", text)):
+    # Code quoted in an instruction addresses nobody: a decorator (`@theo.route`), a log line, a
+    # fence. What is code is what the rendered message shows as code.
+    for handle in MENTION.findall(markdown.prose(text)):
         slug = by_handle.get(handle.lower().rstrip(".-"))
         if slug and slug not in found:
             found.append(slug)

@@ -174,6 +174,23 @@ def _plain(text: str) -> str:
     return "".join(f"<p>{part}</p>" for part in escaped if part)
 
 
+def prose(text: str) -> str:
+    """The text's words outside its code, as a reader sees them rendered: fenced and indented code
+    blocks and inline code spans (of any number of backticks, across lines) left out, a space
+    where each was. Text too costly to render as markdown is shown plain, code and all, so all of
+    it is prose."""
+    text = few_marks(text)
+    if _too_costly(text):
+        return text
+    words: list[str] = []
+    for token in _parser().parse(text):
+        if token.type == "inline":
+            for child in token.children or ():
+                words.append(child.content if child.type == "text" else " ")
+        words.append(" ")  # between blocks; a fence or an indented block is never inline
+    return "".join(words)
+
+
 _MARKDOWN_MARKS = re.compile(r"([\\`*_\[\]()<>])")  # what means something inside a line
 
 

@@ -227,6 +227,10 @@ def test_mentions_pick_who_answers_in_a_shared_channel(office, mina, theo, main_
     assert mentioned_slugs("@theo can you check, and @Mina too?", team) == ["theo", "mina"]
     assert mentioned_slugs("email me at a@theo.com", team) == []
     assert mentioned_slugs("Why does `@mina.task` fail?\n```\n@theo.route('/')\n```\n@Mina look", team) == ["mina"]
+    # Code is what the message shows as code: double backticks, a span across a line, an indented block.
+    assert mentioned_slugs("See ``@theo`` and `x =\n@theo`, then:\n\n    @theo (a log line)\n\n@Mina look", team) == ["mina"]
+    # Emphasis and a link's words are prose.
+    assert mentioned_slugs("**@theo** and [@mina](https://example.com)", team) == ["theo", "mina"]
 
     picked = choose_responders(main_channel, "@theo how long will the export fix take?", OfflineResponder())
     assert [c.slug for c in picked] == ["theo"]
