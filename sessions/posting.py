@@ -130,6 +130,10 @@ def post_instruction(
             message_payload = senders.with_sender(
                 message_json(message), task.origin, names, {person.pk: senders.display_name(person)} if person is not None else {}
             )
+            if client_id:
+                # The sending tab knows its instruction by this, not by its words: in a shared
+                # channel another member may send the same "yes" at the same moment.
+                message_payload["client_id"] = client_id
             events.send_event(channel.pk, "message", message=message_payload)
             events.send_event(channel.pk, "task", **task_json(task))
             instruction_stored.send(sender=Task, task=task, language=language)

@@ -240,7 +240,7 @@ function addMessage({ message, html }) {
     let node;
     if (message.role === "user") {
       node = userElement(message, html);
-      const pending = takePending(message.content);
+      const pending = takePending(message);
       if (pending) pending.el.remove();
       updateTaskCount(message.turn);
     } else if (message.role === "assistant") {
@@ -281,8 +281,15 @@ function addMessage({ message, html }) {
 
 // Sending instructions ------------------------------------------------------------------------------
 
-function takePending(content) {
-  const text = (content || "").trim();
+/** The pending bubble a stored instruction confirms: by the client_id it was sent with (another
+ * member's identical words are not mine), or by its words for a message stored without one. */
+function takePending(message) {
+  if (message.client_id) {
+    const pending = state.pending.get(message.client_id);
+    state.pending.delete(message.client_id);
+    return pending || null;
+  }
+  const text = (message.content || "").trim();
   for (const [clientId, pending] of state.pending) {
     if (pending.text.trim() === text) {
       state.pending.delete(clientId);

@@ -303,6 +303,8 @@ async def test_the_sender_is_acknowledged_from_the_store_without_waiting_for_the
         layer.group_send = real_group_send
 
     assert message["message"]["content"] == "Draft the launch email" and task["status"] == "queued"
+    # The tab confirms its pending bubble by this, not by the words (another member's "yes" is not mine).
+    assert message["message"]["client_id"] == "c-1"
     assert await other_tab.receive_nothing(timeout=0.3), "other tabs hear it from the group only"
     # When the group's copies do arrive, the sender does not show them twice.
     for frame in (message, task):
