@@ -84,9 +84,11 @@ database_off_shared_thread = partial(database_sync_to_async, thread_sensitive=Fa
 class FrameError(Exception):
     """A frame the consumer will not act on; the client gets an `error` frame and the socket stays open."""
 
-    def __init__(self, code: str, detail: str, client_id: str = "") -> None:
+    def __init__(self, code: str, detail: str, client_id: str = "", **fields: Any) -> None:
         super().__init__(detail)
-        self.code, self.detail, self.client_id = code, detail, client_id
+        # `fields` go into the frame too: what a page needs to act on it (a resync refused for
+        # its pace says so, and when to ask again).
+        self.code, self.detail, self.client_id, self.fields = code, detail, client_id, fields
 
 
 class StaysJoined(AsyncJsonWebsocketConsumer):
@@ -269,7 +271,7 @@ class ChannelConsumer(StaysJoined):
                 raise FrameError("too_long", "This frame is too long.")
             await self.receive_json(await self.decode_json(text_data))
         except FrameError as error:
-            await self.send_error(error.code, error.detail, error.client_id)
+            await self.send_error(error.code, error.detail, error.client_id, **error.fields)
         except unavailable.ERRORS as error:
             # The database or Redis is away: say so, keep the socket (it works again once they are back).
             log.warning("a frame in channel %s failed, a service is unavailable: %s", self.channel_id, error)
@@ -385,18 +387,12 @@ class ChannelConsumer(StaysJoined):
         if not _is_count(after):
             raise FrameError("bad_frame", "resync needs `after`, the last seq the client has (0 for none).")
         if not self.resyncs.take():
-            raise FrameError(
-                "rate_limited",
-                f"Too many resyncs on this connection; try again in {ratelimit.wait_phrase(self.resyncs.wait())}.",
-            )
+            raise resync_refused("on this connection", self.resyncs.wait())
         person = person_resyncs.bucket(self.scope["user"].pk)
         # A reconnecting tab that has missed nothing costs the person nothing (each of their tabs
         # sends one when the network comes back).
         if after < self.next_seq - 1 and not person.take():
-            raise FrameError(
-                "rate_limited",
-                f"Too many resyncs from your connections; try again in {ratelimit.wait_phrase(person.wait())}.",
-            )
+            raise resync_refused("from your connections", person.wait())
         replayed, more = await database_off_shared_thread(events.replay_after)(
             self.channel_id, after, RESYNC_MAX_EVENTS, RESYNC_MAX_BYTES
         )
@@ -424,9 +420,11 @@ class ChannelConsumer(StaysJoined):
         "resync": on_resync,
     }
 
-    async def send_error(self, code: str, detail: str, client_id: str = "") -> None:
+    async def send_error(self, code: str, detail: str, client_id: str = "", **fields: Any) -> None:
         # An instruction's refusal names its client_id: the page gives that one back, not the last sent.
-        await self.send_json({"type": "error", "code": code, "detail": detail, **({"client_id": client_id} if client_id else {})})
+        await self.send_json(
+            {"type": "error", "code": code, "detail": detail, **({"client_id": client_id} if client_id else {}), **fields}
+        )
 
     # From the group ----------------------------------------------------------------------
 
@@ -543,6 +541,14 @@ def _within_rate(key: str, limit: int, doing: str, undone: str) -> None:
             f"You are {doing} faster than {limit} a minute, so this one was not {undone}. "
             f"Try again in {ratelimit.wait_phrase(verdict.retry_after)}.",
         )
+
+
+def resync_refused(where: str, wait: int) -> FrameError:
+    """A resync refused for its pace: the frame says which it was and when to ask again, so the page
+    asks again by itself (what it missed would otherwise stay missing until a reload)."""
+    return FrameError(
+        "rate_limited", f"Too many resyncs {where}; try again in {ratelimit.wait_phrase(wait)}.", refused="resync", retry_after=wait
+    )
 
 
 def check_instruction_rate(user_id: int) -> None:

@@ -821,6 +821,11 @@ function handle(frame) {
       if (frame.truncated) window.location.reload();
       return;
     case "error":
+      if (frame.refused === "resync" && frame.retry_after) {
+        // Asked too fast (many tabs reconnecting at once): asked again once allowed, no banner.
+        setTimeout(() => isOpen() && send({ type: "resync", after: state.lastSeq }), frame.retry_after * 1000);
+        return;
+      }
       return showError(frame);
   }
 }

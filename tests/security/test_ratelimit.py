@@ -331,6 +331,8 @@ async def test_resyncs_are_limited_per_person_over_all_their_sockets(bob, alice,
             while (frame := await socket.receive_json_from(timeout=5)).get("code") != "unknown_type":
                 if frame.get("code") == "rate_limited":
                     refusals.append(frame["detail"])
+                    # What the page needs to ask again by itself: that it was a resync, and when.
+                    assert frame["refused"] == "resync" and frame["retry_after"] >= 1
 
     assert len(refusals) == len(his) * RESYNC_BURST - PERSON_RESYNC_BURST
     assert refusals[0].startswith("Too many resyncs from your connections; try again in")
