@@ -23,7 +23,7 @@ from django.db.models.functions import Coalesce
 from django.dispatch import Signal
 from django.utils import timezone
 
-from coworkers import tools
+from coworkers import routing, tools
 from coworkers.models import Coworker
 from coworkers.providers import Completion, CompletionRequest, Provider, ProviderError, get_provider
 from office import background, events
@@ -44,6 +44,7 @@ MAX_ATTEMPTS = 3
 STOP_CHECK_SECONDS = 0.5
 
 FAILED_UNEXPECTEDLY = "Something went wrong on our side while working on this. Please try again."
+LEFT_BEFORE = "Stopped: {names} left #{channel} before this was answered."
 CONVERSATION_ENDED = "Stopped: a new conversation was started while this was being answered."
 ENDED_BEFORE = "Stopped: a new conversation was started before this was answered."
 # An all-hands message the router found nobody needs to answer: the task is done, and says so.
@@ -134,6 +135,12 @@ def run_task(task_id: int, *, provider: Provider | None = None) -> Task | None:
         return finish(task, Task.Status.FAILED, "This task was interrupted too many times; please send it again.")
     provider = provider or get_provider()
     responders = task.responders or ([task.coworker] if task.coworker else [])
+    still_here = still_in_channel(task.session.channel, responders)
+    if responders and not still_here:
+        # Taken off the project (or the office) while this waited: a member no longer, so no reply.
+        names = " and ".join(slug.capitalize() for slug in responders)
+        return finish(task, Task.Status.STOPPED, LEFT_BEFORE.format(names=names, channel=task.session.channel.name))
+    responders = still_here
     try:
         if not responders:
             # Only all-hands routes to nobody (coworkers.routing): nothing to run, and nothing failed.
@@ -164,6 +171,13 @@ def run_task(task_id: int, *, provider: Provider | None = None) -> Task | None:
     except Exception:
         log.exception("task %s failed", task_id)
         return finish(task, Task.Status.FAILED, FAILED_UNEXPECTEDLY)
+
+
+def still_in_channel(channel: Channel, slugs: list[str]) -> list[str]:
+    """Those of these coworkers who may still answer in the channel (coworkers.routing.team_of):
+    a project's members can change while its instructions wait."""
+    team = {coworker.slug for coworker in routing.team_of(channel)}
+    return [slug for slug in slugs if slug in team]
 
 
 def claim(task_id: int) -> Task | None:

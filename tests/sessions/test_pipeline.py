@@ -251,6 +251,20 @@ def test_an_instruction_that_mentions_only_someone_outside_the_project_is_refuse
     assert [c.slug for c in choose_responders(project, "@theo and @mina: thoughts?", OfflineResponder())] == ["theo"]
     assert [c.slug for c in choose_responders(project, "Thoughts on the copy?", OfflineResponder())] == ["theo"]
 
+def test_a_coworker_taken_off_a_project_does_not_answer_what_waited_for_them(office, mina, theo, no_background):
+    project = Channel.objects.create(office=office, kind=Channel.Kind.PROJECT, name="website")
+    project.members.set([mina, theo])
+    task = posting.post_instruction(channel=project, text="@theo can you check the build?")
+    project.members.set([mina])  # edited while the instruction waited
+    provider = ScriptedProvider([Reply("Checked: all green.")])
+
+    done = pipeline.run_task(task.pk, provider=provider)
+
+    assert done.status == Task.Status.STOPPED and done.error == "Stopped: Theo left #website before this was answered."
+    assert provider.requests == [], "no model call"
+    assert not Message.objects.filter(session=done.session, role="assistant").exists()
+
+
 def test_without_a_mention_the_router_picks_by_role_and_skills(office, mina, theo, main_channel):
     picked = choose_responders(main_channel, "Our python infrastructure keeps timing out, can someone look?", OfflineResponder())
     assert [c.slug for c in picked] == ["theo"]
