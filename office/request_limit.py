@@ -76,11 +76,15 @@ def limit_requests(max_bytes: int, arrival_seconds: float) -> None:
         """An HTTP connection whose requests each have `arrival_seconds` from first byte to last."""
 
         deadline = None  # the running clock of the request arriving, if one is
+        timed_out = False
 
         def dataReceived(self, data):
             # The first byte of a request, or of its line. Bytes read ahead while the app answers
             # the last request wait unparsed, and are timed when the channel reads them again.
-            if self.deadline is None and not self._handlingRequest:
+            if self.timed_out:
+                return  # closing (over TLS the close waits for the client's): nothing more is read
+            # Blank lines before a request are not one (Twisted skips one; a browser may send it).
+            if self.deadline is None and not self._handlingRequest and data.strip():
                 self.deadline = self.callLater(arrival_seconds, self.too_slow)
             super().dataReceived(data)
 
@@ -100,12 +104,14 @@ def limit_requests(max_bytes: int, arrival_seconds: float) -> None:
 
         def too_slow(self) -> None:
             """Still arriving at the deadline: 408, and the connection closed."""
-            self.deadline = None
+            self.deadline, self.timed_out = None, True
             for request in self.requests:
                 request.refused = True  # the part that did arrive is never served
             log.warning("closed a request still arriving after %s s from %s", arrival_seconds, self.transport.getPeer())
             self.transport.write(TOO_SLOW)
-            self.loseConnection()
+            # Twisted's own close for an idle client: it aborts the connection if the client has
+            # not let it go after `abortTimeout` (over TLS a close waits for the client's).
+            self.timeoutConnection()
 
     def timed_channel(factory) -> http._GenericHTTPChannelProtocol:
         # What Twisted's own `HTTPFactory.protocol` makes (the wrapper that can switch to

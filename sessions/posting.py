@@ -100,6 +100,10 @@ def post_instruction(
     client_id = client_id[:64]
     if client_id and (existing := Task.objects.filter(session__channel=channel, client_id=client_id).first()):
         return same_instruction(existing, text)
+    if person is not None:
+        # First without the lock: refused here, it costs no routing call and no place in the
+        # sender's rate. Counted again below, where it is exact.
+        refuse_if_many_waiting(services.get_active_session(channel=channel), person.pk)
     if admit is not None:
         admit()
     try:
@@ -115,6 +119,9 @@ def post_instruction(
             session = services.get_active_session(channel=channel)
             if person is not None:  # a person's, not a handoff's or a meeting's follow-up
                 services.lock_active(session)  # before the count: the count and the insert are one step
+                if client_id and (existing := Task.objects.filter(session=session, client_id=client_id).first()):
+                    # A resend that waited here for its original to be stored: that task is the one.
+                    return same_instruction(existing, text)
                 refuse_if_many_waiting(session, person.pk)
             task, message = services.start_task(
                 session=session,

@@ -286,6 +286,61 @@ def test_instructions_sent_at_the_same_moment_from_several_tabs_are_counted_one_
     assert refused == ["rate_limited"] * (tabs - 2)
 
 
+@pytest.mark.django_db(transaction=True)
+def test_an_instruction_refused_for_the_waiting_cap_costs_no_routing_call_and_no_rate(bob, main_channel, mina, two_waiting):
+    from coworkers.providers.scripted import Reply, ScriptedProvider
+    from sessions import posting
+
+    for n in range(2):
+        posting.post_instruction(channel=main_channel, text=f"@mina Task {n}", person=bob)
+    router, admitted = ScriptedProvider([Reply('["mina"]')]), []
+
+    with pytest.raises(posting.InstructionRejected) as refused:
+        posting.post_instruction(
+            channel=main_channel, text="Anyone free?", person=bob, provider=router, admit=lambda: admitted.append(1)
+        )
+
+    assert refused.value.code == "rate_limited"
+    assert router.requests == [] and admitted == [], "refused before the router or the rate limit was asked"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_resend_that_overlaps_its_original_at_the_cap_gets_the_original(bob, direct_channel, two_waiting):
+    """A page resends what it has pending when its socket reopens, maybe while the original is still
+    being stored: counted under the lock, the resend must find its original, not be refused for it."""
+    import time
+
+    from django.db import connection
+
+    from sessions import posting
+
+    posting.post_instruction(channel=direct_channel, text="Task 1", client_id="a", person=bob)
+    barrier = threading.Barrier(2)
+    results: list = []
+
+    def send() -> None:
+        try:
+            barrier.wait()
+            # Both pass the first checks before either is stored (routing can take a second).
+            task = posting.post_instruction(
+                channel=direct_channel, text="Task 2", client_id="b", person=bob, admit=lambda: time.sleep(0.5)
+            )
+            results.append(task.pk)
+        except posting.InstructionRejected as rejected:
+            results.append(rejected.code)
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=send) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+
+    stored = Task.objects.get(client_id="b")
+    assert results == [stored.pk, stored.pk]
+
+
 @pytest.mark.asyncio
 @pytest.mark.django_db(transaction=True)
 async def test_frames_are_limited_per_person_over_all_their_sockets(bob, alice, direct_channel, main_channel, enter, monkeypatch):
