@@ -84,38 +84,35 @@ def test_an_ordinary_form_still_signs_in(server):
     assert sign_in(server, "bob", "bob-password").session_cookie
 
 
-def test_a_request_sent_a_byte_at_a_time_is_closed_at_the_deadline(server):
-    host, port = server.removeprefix("http://").split(":")
+def trickled(base_url: str, first: bytes, then: bytes) -> tuple[bytes, float]:
+    """Send `first`, then `then` every 0.3 s, never finishing the request: what the server answered,
+    and how long it took to close."""
+    host, port = base_url.removeprefix("http://").split(":")
     raw = socket.create_connection((host, int(port)), timeout=10)
-    raw.sendall(b"GET /accounts/login/ HTTP/1.1\r\nHost: x\r\n")
-    started, answer = time.monotonic(), b""
+    started = time.monotonic()
     try:
-        for _ in range(ARRIVAL * 10):  # a header byte every 0.3 s, never finished
-            raw.sendall(b"X")
+        raw.sendall(first)
+        for _ in range(ARRIVAL * 10):
             time.sleep(0.3)
+            raw.sendall(then)
     except (BrokenPipeError, ConnectionResetError):
         pass
-    answer = answer_and_close(raw)
+    return answer_and_close(raw), time.monotonic() - started
+
+
+def test_a_request_sent_a_byte_at_a_time_is_closed_at_the_deadline(server):
+    answer, took = trickled(server, b"GET /accounts/login/ HTTP/1.1\r\nHost: x\r\n", b"X")  # a header never finished
 
     assert answer.startswith(b"HTTP/1.1 408"), answer[:200]
-    assert time.monotonic() - started < ARRIVAL * 10 * 0.3, "closed at the deadline, not when the client gave up"
+    assert took < ARRIVAL * 10 * 0.3, "closed at the deadline, not when the client gave up"
 
 
 def test_a_request_line_sent_a_byte_at_a_time_is_closed_at_the_deadline(server):
     """Before its line has ended a request has no request object yet: the connection's clock times it."""
-    host, port = server.removeprefix("http://").split(":")
-    raw = socket.create_connection((host, int(port)), timeout=10)
-    started = time.monotonic()
-    try:
-        for _ in range(ARRIVAL * 10):  # a byte of the path every 0.3 s, the line never ended
-            raw.sendall(b"GET /accounts/login/" if _ == 0 else b"x")
-            time.sleep(0.3)
-    except (BrokenPipeError, ConnectionResetError):
-        pass
-    answer = answer_and_close(raw)
+    answer, took = trickled(server, b"GET /accounts/login/", b"x")  # the line never ended
 
     assert answer.startswith(b"HTTP/1.1 408"), answer[:200]
-    assert time.monotonic() - started < ARRIVAL * 10 * 0.3, "closed at the deadline, not when the client gave up"
+    assert took < ARRIVAL * 10 * 0.3, "closed at the deadline, not when the client gave up"
 
 
 def test_a_kept_alive_connection_may_wait_longer_than_the_deadline_between_requests(server):

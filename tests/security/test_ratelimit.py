@@ -253,34 +253,43 @@ async def test_a_person_with_too_many_instructions_waiting_in_a_channel_cannot_h
     assert await Task.objects.filter(client_id="b-3").aexists()
 
 
+def at_once(send, count: int) -> None:
+    """send(n) for n in range(count), each on its own thread and database connection, started together."""
+    from django.db import connection
+
+    barrier = threading.Barrier(count)
+
+    def run(n: int) -> None:
+        try:
+            barrier.wait()
+            send(n)
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=run, args=(n,)) for n in range(count)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+
+
 @pytest.mark.django_db(transaction=True)
 def test_instructions_sent_at_the_same_moment_from_several_tabs_are_counted_one_after_another(
     bob, direct_channel, two_waiting
 ):
     """The count and the stored task are one step under the session's lock: six tabs sending at
     once cannot all pass a count none of them has added to yet."""
-    from django.db import connection
-
     from sessions import posting
 
-    tabs = 6
-    barrier = threading.Barrier(tabs)
-    refused: list[str] = []
+    tabs, refused = 6, []
 
     def send(n: int) -> None:
         try:
-            barrier.wait()
             posting.post_instruction(channel=direct_channel, text=f"Task {n}", client_id=f"tab-{n}", person=bob)
         except posting.InstructionRejected as rejected:
             refused.append(rejected.code)
-        finally:
-            connection.close()
 
-    threads = [threading.Thread(target=send, args=(n,)) for n in range(tabs)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
+    at_once(send, tabs)
 
     assert Task.objects.filter(session__channel=direct_channel).count() == 2
     assert refused == ["rate_limited"] * (tabs - 2)
@@ -310,17 +319,13 @@ def test_a_resend_that_overlaps_its_original_at_the_cap_gets_the_original(bob, d
     being stored: counted under the lock, the resend must find its original, not be refused for it."""
     import time
 
-    from django.db import connection
-
     from sessions import posting
 
     posting.post_instruction(channel=direct_channel, text="Task 1", client_id="a", person=bob)
-    barrier = threading.Barrier(2)
     results: list = []
 
-    def send() -> None:
+    def send(_) -> None:
         try:
-            barrier.wait()
             # Both pass the first checks before either is stored (routing can take a second).
             task = posting.post_instruction(
                 channel=direct_channel, text="Task 2", client_id="b", person=bob, admit=lambda: time.sleep(0.5)
@@ -328,14 +333,8 @@ def test_a_resend_that_overlaps_its_original_at_the_cap_gets_the_original(bob, d
             results.append(task.pk)
         except posting.InstructionRejected as rejected:
             results.append(rejected.code)
-        finally:
-            connection.close()
 
-    threads = [threading.Thread(target=send) for _ in range(2)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
+    at_once(send, 2)
 
     stored = Task.objects.get(client_id="b")
     assert results == [stored.pk, stored.pk]
