@@ -433,7 +433,10 @@ def decide(candidate: Candidate, similar: Sequence[Existing]) -> Decision:
 
 def remember_request(sentence: str) -> str | None:
     """What a "remember that …" sentence asks to remember, in the user's words; None for any other sentence."""
-    match = _REMEMBER.match(strip_chatter(sentence).rstrip(" .。!！"))
+    text = strip_chatter(sentence).rstrip(" .。!！")
+    if text.endswith((":", "：")):
+        return None  # "Remember that the bot posts:" introduces what follows; alone it is no fact
+    match = _REMEMBER.match(text)
     return (match.group(1) or match.group(2)).strip() if match else None
 
 

@@ -17,6 +17,7 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
+from office import markdown
 from sessions.context import MEMORY_HEADER, RECALL_HEADER, SUMMARY_END, SUMMARY_FRAME, SUMMARY_HEADER
 from sessions.extract import asked_to_forget, extract_candidates, forget_requests, forgets, remember_request, states_fact
 from sessions.history import Record, TaskRecords, ToolCall
@@ -831,7 +832,8 @@ def _route(payload: Mapping[str, Any]) -> str:
     matches: most stay quiet); elsewhere exactly one (the first listed when
     nothing matches, so someone answers).
     """
-    instruction = payload.get("instruction", "")
+    # What the message says, not what it quotes: a handle in code (`@sam`, a log line) names nobody.
+    instruction = markdown.prose(payload.get("instruction", ""))
     coworkers = list(payload.get("coworkers", ()))
     everyone = payload.get("channel_kind") == "all_hands"
     if not coworkers:

@@ -454,6 +454,9 @@ def test_every_candidate_says_something_specific(text):
         ("請記住上線日期是5月4日。", "上線日期是5月4日"),
         ("When is the launch?", None),
         ("I remember the launch went well.", None),
+        # It introduces what follows (a code block, a list): on its own it says nothing to keep.
+        ("Remember that the deploy bot posts:", None),
+        ("請記住機器人會貼出：", None),
     ],
 )
 def test_a_request_to_remember_gives_what_to_remember_in_the_users_words(sentence, asked):

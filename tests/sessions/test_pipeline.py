@@ -234,6 +234,9 @@ def test_mentions_pick_who_answers_in_a_shared_channel(office, mina, theo, main_
 
     picked = choose_responders(main_channel, "@theo how long will the export fix take?", OfflineResponder())
     assert [c.slug for c in picked] == ["theo"]
+    # With no mention the router decides, and a name in quoted code is not one it is given.
+    for quoted in ("Remember that `@theo` is the handle of our bot", "Note this:\n```\ncc theo\n```"):
+        assert [c.slug for c in choose_responders(main_channel, quoted, OfflineResponder())] == ["mina"], quoted
 
 
 
