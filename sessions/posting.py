@@ -55,8 +55,9 @@ def waiting_instructions(session: Session, person_id: int) -> int:
 def refuse_if_many_waiting(session: Session, person_id: int) -> None:
     """A conversation answers in order, so in a shared channel one person sending as fast as the
     rate allows would put everyone else's instruction behind all of theirs: at most
-    WAITING_INSTRUCTIONS_PER_PERSON of one person's may wait. Called with the session's row locked,
-    so instructions sent at the same moment from several tabs are counted one after the other."""
+    WAITING_INSTRUCTIONS_PER_PERSON of one person's may wait. Exact with the session's row locked
+    (post_instruction checks once without the lock, then again under it), so instructions sent at
+    the same moment from several tabs are counted one after the other."""
     limit = settings.WAITING_INSTRUCTIONS_PER_PERSON
     if waiting_instructions(session, person_id) >= limit:
         raise InstructionRejected(
